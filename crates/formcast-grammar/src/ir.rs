@@ -1,0 +1,186 @@
+//! The grammar intermediate representation shared by every front-end.
+//!
+//! A [`Grammar`] is a list of named rules; each rule's body is an [`Expr`]
+//! tree over bytes, Unicode character sets, references to other rules and
+//! token-level elements. Text-level elements are matched byte by byte against
+//! a token's decoded bytes; token-level elements match whole vocabulary
+//! tokens by id (structural tags need them: a `<think>` special token, "any
+//! token but EOS", dispatch on a trigger token).
+
+/// Index of a rule in [`Grammar::rules`].
+pub type RuleId = u32;
+/// A vocabulary token id.
+pub type TokenId = u32;
+
+/// Upper bound on Unicode scalar values.
+pub const MAX_CHAR: u32 = 0x10FFFF;
+
+/// A grammar expression.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// No string at all (an empty character class, an alternation with no
+    /// branch). Front-ends may produce it; the validator rejects grammars
+    /// whose root language ends up empty.
+    Nothing,
+    /// A literal byte string (UTF-8 for text; any bytes are allowed).
+    Bytes(Vec<u8>),
+    /// One Unicode scalar value from a set of inclusive ranges, matched as its
+    /// UTF-8 encoding. Ranges are sorted and non-overlapping (see
+    /// [`normalize_ranges`]); negation is resolved by the front-end with
+    /// [`complement_ranges`]. Surrogates (U+D800..U+DFFF) never match.
+    Chars(Vec<(u32, u32)>),
+    /// One raw byte from a set of inclusive byte ranges (byte-level regexes,
+    /// `\xHH` escapes inside character classes that denote raw bytes).
+    ByteSet(Vec<(u8, u8)>),
+    /// A reference to another rule.
+    Rule(RuleId),
+    /// Concatenation.
+    Seq(Vec<Expr>),
+    /// Alternation.
+    Alt(Vec<Expr>),
+    /// Bounded or unbounded repetition: `min..=max` copies (`max: None` means
+    /// unbounded).
+    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    /// Token-level: exactly this vocabulary token.
+    Token(TokenId),
+    /// Token-level: exactly one vocabulary token, special tokens included,
+    /// that is not in the (sorted, deduplicated) list.
+    AnyTokenExcept(Vec<TokenId>),
+    /// Token-level dispatch: free tokens (anything but the triggers and the
+    /// excluded ids) until a trigger token is generated, which commits to the
+    /// body paired with it. With `repeat`, free tokens may follow the body and
+    /// further triggers fire again; without it the output ends after the first
+    /// body. Lowered by [`Expr::desugar_token_dispatch`].
+    TokenDispatch { cases: Vec<(TokenId, Expr)>, excludes: Vec<TokenId>, repeat: bool },
+}
+
+/// A named rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub name: String,
+    pub body: Expr,
+}
+
+/// A complete grammar: rules plus the id of the start rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    pub rules: Vec<Rule>,
+    pub root: RuleId,
+}
+
+impl Expr {
+    /// `lit` as a byte-string expression.
+    pub fn literal(lit: &str) -> Expr {
+        if lit.is_empty() {
+            Expr::Empty
+        } else {
+            Expr::Bytes(lit.as_bytes().to_vec())
+        }
+    }
+
+    /// Zero or more repetitions.
+    pub fn star(e: Expr) -> Expr {
+        Expr::Repeat { expr: Box::new(e), min: 0, max: None }
+    }
+
+    /// One or more repetitions.
+    pub fn plus(e: Expr) -> Expr {
+        Expr::Repeat { expr: Box::new(e), min: 1, max: None }
+    }
+
+    /// Zero or one occurrence.
+    pub fn optional(e: Expr) -> Expr {
+        Expr::Repeat { expr: Box::new(e), min: 0, max: Some(1) }
+    }
+
+    /// The primitive form of a [`Expr::TokenDispatch`]:
+    /// with `repeat`: `(free | t1 e1 | t2 e2 ...)*`;
+    /// without: `free* (t1 e1 | t2 e2 ...)?`,
+    /// where `free` is any token except the triggers and the excludes.
+    pub fn desugar_token_dispatch(cases: &[(TokenId, Expr)], excludes: &[TokenId], repeat: bool) -> Expr {
+        let mut blocked: Vec<TokenId> = cases.iter().map(|(t, _)| *t).chain(excludes.iter().copied()).collect();
+        blocked.sort_unstable();
+        blocked.dedup();
+        let free = Expr::AnyTokenExcept(blocked);
+        let bodies: Vec<Expr> = cases
+            .iter()
+            .map(|(t, e)| Expr::Seq(vec![Expr::Token(*t), e.clone()]))
+            .collect();
+        if repeat {
+            let mut alts = vec![free];
+            alts.extend(bodies);
+            Expr::star(Expr::Alt(alts))
+        } else {
+            Expr::Seq(vec![Expr::star(free), Expr::optional(Expr::Alt(bodies))])
+        }
+    }
+}
+
+impl Grammar {
+    /// Looks a rule up by name.
+    pub fn rule_id(&self, name: &str) -> Option<RuleId> {
+        self.rules.iter().position(|r| r.name == name).map(|i| i as RuleId)
+    }
+
+    /// The start rule.
+    pub fn root_rule(&self) -> &Rule {
+        &self.rules[self.root as usize]
+    }
+}
+
+/// Sorts and merges inclusive ranges (adjacent ranges are merged too).
+pub fn normalize_ranges(mut ranges: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    ranges.retain(|(lo, hi)| lo <= hi);
+    ranges.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        match out.last_mut() {
+            Some(last) if lo <= last.1.saturating_add(1) => last.1 = last.1.max(hi),
+            _ => out.push((lo, hi)),
+        }
+    }
+    out
+}
+
+/// The complement of a set of code-point ranges within `0..=MAX_CHAR`.
+pub fn complement_ranges(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let norm = normalize_ranges(ranges.to_vec());
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (lo, hi) in norm {
+        if lo > next {
+            out.push((next, lo - 1));
+        }
+        next = hi.saturating_add(1);
+    }
+    if next <= MAX_CHAR {
+        out.push((next, MAX_CHAR));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_merge_and_complement() {
+        assert_eq!(normalize_ranges(vec![(5, 9), (1, 3), (4, 4), (20, 10)]), vec![(1, 9)]);
+        assert_eq!(complement_ranges(&[(0, 9), (11, MAX_CHAR)]), vec![(10, 10)]);
+        assert_eq!(complement_ranges(&[]), vec![(0, MAX_CHAR)]);
+    }
+
+    #[test]
+    fn token_dispatch_desugars_to_primitives() {
+        let e = Expr::desugar_token_dispatch(&[(7, Expr::literal("x"))], &[2], true);
+        match e {
+            Expr::Repeat { expr, min: 0, max: None } => match *expr {
+                Expr::Alt(alts) => assert_eq!(alts[0], Expr::AnyTokenExcept(vec![2, 7])),
+                other => panic!("unexpected {other:?}"),
+            },
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
