@@ -1,0 +1,717 @@
+//! Grammar → one byte-level DFA per rule.
+//!
+//! Every rule body becomes a Thompson NFA over bytes whose edges are byte
+//! ranges, calls to other rules, and token-level edges; subset construction
+//! then turns it into a DFA in which each state has at most one successor per
+//! byte class, per called rule and per token edge. All rules' DFA states
+//! share one global numbering, so a parser item is just `(state, continuation)`
+//! and the rule is implied by the state.
+//!
+//! After construction the automaton is trimmed: calls to rules that can never
+//! finish are removed and states that cannot reach an accepting state are
+//! deleted, so every live parser item can still complete. The mask
+//! computation relies on this: a non-empty item set after a byte means the
+//! bytes so far are a viable prefix.
+
+use std::collections::hash_map::Entry;
+
+use formcast_grammar::{Expr, Grammar, RuleId, TokenId};
+use regex_syntax::utf8::Utf8Sequences;
+use rustc_hash::FxHashMap;
+
+use crate::error::EngineError;
+use crate::limits::Budget;
+
+/// A DFA state id (global over all rules).
+pub type StateId = u32;
+/// "No transition".
+pub const DEAD: StateId = u32::MAX;
+
+/// Limits applied while building automata.
+#[derive(Debug, Clone)]
+pub struct AutomatonLimits {
+    /// Total NFA states over all rules.
+    pub max_nfa_states: usize,
+    /// Total DFA states over all rules.
+    pub max_dfa_states: usize,
+}
+
+impl Default for AutomatonLimits {
+    fn default() -> Self {
+        AutomatonLimits { max_nfa_states: 4_000_000, max_dfa_states: 2_000_000 }
+    }
+}
+
+/// State flags used on the hot path.
+pub mod flags {
+    /// Rule may finish here.
+    pub const ACCEPTING: u8 = 1;
+    /// Has at least one call edge.
+    pub const CALLS: u8 = 2;
+    /// Has byte or token edges (the item can consume input).
+    pub const SCANS: u8 = 4;
+    /// Has token-level edges.
+    pub const TOKENS: u8 = 8;
+}
+
+/// The compiled automaton of a whole grammar.
+#[derive(Debug, Clone)]
+pub struct Automaton {
+    /// Byte → byte class.
+    pub class_of: [u8; 256],
+    pub n_classes: usize,
+    /// `trans[state * n_classes + class]`.
+    pub trans: Vec<StateId>,
+    pub flags: Vec<u8>,
+    /// CSR: calls of state `s` are `calls[call_start[s]..call_start[s+1]]`
+    /// as `(rule, target)`.
+    pub call_start: Vec<u32>,
+    pub calls: Vec<(RuleId, StateId)>,
+    /// CSR: token edges `(token id, target)`.
+    pub tok_start: Vec<u32>,
+    pub tok_edges: Vec<(TokenId, StateId)>,
+    /// CSR: "any token except set" edges `(set index, target)`.
+    pub exc_start: Vec<u32>,
+    pub exc_edges: Vec<(u32, StateId)>,
+    /// Sorted token-id sets for the except edges.
+    pub except_sets: Vec<Vec<TokenId>>,
+    /// Start state of every rule.
+    pub rule_start: Vec<StateId>,
+    /// Rules that derive the empty string.
+    pub nullable: Vec<bool>,
+    /// Bytes with a live transition, per state (256-bit set).
+    pub byte_set: Vec<[u64; 4]>,
+    pub rule_names: Vec<String>,
+    pub root: RuleId,
+}
+
+impl Automaton {
+    #[inline(always)]
+    pub fn next(&self, s: StateId, b: u8) -> StateId {
+        self.trans[s as usize * self.n_classes + self.class_of[b as usize] as usize]
+    }
+    #[inline(always)]
+    pub fn flag(&self, s: StateId, f: u8) -> bool {
+        self.flags[s as usize] & f != 0
+    }
+    #[inline]
+    pub fn calls_of(&self, s: StateId) -> &[(RuleId, StateId)] {
+        &self.calls[self.call_start[s as usize] as usize..self.call_start[s as usize + 1] as usize]
+    }
+    #[inline]
+    pub fn tokens_of(&self, s: StateId) -> &[(TokenId, StateId)] {
+        &self.tok_edges[self.tok_start[s as usize] as usize..self.tok_start[s as usize + 1] as usize]
+    }
+    #[inline]
+    pub fn excepts_of(&self, s: StateId) -> &[(u32, StateId)] {
+        &self.exc_edges[self.exc_start[s as usize] as usize..self.exc_start[s as usize + 1] as usize]
+    }
+    pub fn n_states(&self) -> usize {
+        self.flags.len()
+    }
+    /// Approximate heap size in bytes.
+    pub fn memory_bytes(&self) -> usize {
+        self.trans.len() * 4
+            + self.flags.len() * (1 + 12 + 32)
+            + self.calls.len() * 8
+            + self.tok_edges.len() * 8
+            + self.exc_edges.len() * 8
+            + self.except_sets.iter().map(|s| s.len() * 4).sum::<usize>()
+    }
+}
+
+// ---------------------------------------------------------------- NFA ----
+
+#[derive(Default, Clone)]
+struct NState {
+    eps: Vec<u32>,
+    bytes: Vec<(u8, u8, u32)>,
+    calls: Vec<(RuleId, u32)>,
+    tokens: Vec<(TokenId, u32)>,
+    excepts: Vec<(u32, u32)>,
+}
+
+struct NfaBuilder<'a> {
+    states: Vec<NState>,
+    except_sets: &'a mut Vec<Vec<TokenId>>,
+    except_index: &'a mut FxHashMap<Vec<TokenId>, u32>,
+    budget: &'a Budget,
+    max_states: usize,
+    /// Shared byte-trie cache for UTF-8 sequences, keyed by the range list:
+    /// avoids rebuilding big Unicode classes for every occurrence.
+    total_before: usize,
+}
+
+impl<'a> NfaBuilder<'a> {
+    fn new_state(&mut self) -> Result<u32, EngineError> {
+        if self.states.len() + self.total_before >= self.max_states {
+            return Err(EngineError::Limit(format!(
+                "grammar too large: more than {} automaton states (large repetition bounds or character classes?)",
+                self.max_states
+            )));
+        }
+        if self.states.len() % 4096 == 0 {
+            self.budget.check()?;
+        }
+        self.states.push(NState::default());
+        Ok(self.states.len() as u32 - 1)
+    }
+
+    fn build(&mut self, e: &Expr, from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+        if depth > 10_000 {
+            return Err(EngineError::Limit("grammar expression nested too deeply".into()));
+        }
+        match e {
+            Expr::Empty => self.states[from as usize].eps.push(to),
+            Expr::Nothing => {}
+            Expr::Bytes(bs) => {
+                if bs.is_empty() {
+                    self.states[from as usize].eps.push(to);
+                } else {
+                    let mut cur = from;
+                    for (i, &b) in bs.iter().enumerate() {
+                        let nxt = if i + 1 == bs.len() { to } else { self.new_state()? };
+                        self.states[cur as usize].bytes.push((b, b, nxt));
+                        cur = nxt;
+                    }
+                }
+            }
+            Expr::ByteSet(ranges) => {
+                for &(lo, hi) in ranges {
+                    if lo <= hi {
+                        self.states[from as usize].bytes.push((lo, hi, to));
+                    }
+                }
+            }
+            Expr::Chars(ranges) => self.build_chars(ranges, from, to)?,
+            Expr::Rule(r) => self.states[from as usize].calls.push((*r, to)),
+            Expr::Seq(items) => {
+                if items.is_empty() {
+                    self.states[from as usize].eps.push(to);
+                } else {
+                    let mut cur = from;
+                    for (i, item) in items.iter().enumerate() {
+                        let nxt = if i + 1 == items.len() { to } else { self.new_state()? };
+                        self.build(item, cur, nxt, depth + 1)?;
+                        cur = nxt;
+                    }
+                }
+            }
+            Expr::Alt(alts) => {
+                for a in alts {
+                    self.build(a, from, to, depth + 1)?;
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut cur = from;
+                for _ in 0..*min {
+                    let nxt = self.new_state()?;
+                    self.build(expr, cur, nxt, depth + 1)?;
+                    cur = nxt;
+                }
+                match max {
+                    None => {
+                        // cur -ε-> loop; loop -expr-> loop; loop -ε-> to
+                        let lp = self.new_state()?;
+                        self.states[cur as usize].eps.push(lp);
+                        self.build(expr, lp, lp, depth + 1)?;
+                        self.states[lp as usize].eps.push(to);
+                    }
+                    Some(max) => {
+                        let extra = max.saturating_sub(*min);
+                        for _ in 0..extra {
+                            let nxt = self.new_state()?;
+                            self.states[cur as usize].eps.push(to);
+                            self.build(expr, cur, nxt, depth + 1)?;
+                            cur = nxt;
+                        }
+                        self.states[cur as usize].eps.push(to);
+                    }
+                }
+            }
+            Expr::Token(t) => self.states[from as usize].tokens.push((*t, to)),
+            Expr::AnyTokenExcept(set) => {
+                let mut set = set.clone();
+                set.sort_unstable();
+                set.dedup();
+                let n = self.except_sets.len() as u32;
+                let idx = *self.except_index.entry(set.clone()).or_insert_with(|| {
+                    n
+                });
+                if idx == n {
+                    self.except_sets.push(set);
+                }
+                self.states[from as usize].excepts.push((idx, to));
+            }
+            Expr::TokenDispatch { cases, excludes, repeat } => {
+                let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
+                self.build(&lowered, from, to, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn build_chars(&mut self, ranges: &[(u32, u32)], from: u32, to: u32) -> Result<(), EngineError> {
+        // Split out surrogates, then encode each scalar range as UTF-8 byte
+        // sequences; identical leading byte ranges share NFA states so large
+        // Unicode classes stay small.
+        let mut prefix_states: FxHashMap<(u32, u8, u8), u32> = FxHashMap::default();
+        for &(lo, hi) in ranges {
+            for (a, b) in split_surrogates(lo, hi) {
+                let (Some(ca), Some(cb)) = (char::from_u32(a), char::from_u32(b)) else { continue };
+                for seq in Utf8Sequences::new(ca, cb) {
+                    let rs = seq.as_slice();
+                    let mut cur = from;
+                    for (i, r) in rs.iter().enumerate() {
+                        if i + 1 == rs.len() {
+                            self.states[cur as usize].bytes.push((r.start, r.end, to));
+                        } else {
+                            let key = (cur, r.start, r.end);
+                            let nxt = match prefix_states.get(&key) {
+                                Some(&s) => s,
+                                None => {
+                                    let s = self.new_state()?;
+                                    self.states[cur as usize].bytes.push((r.start, r.end, s));
+                                    prefix_states.insert(key, s);
+                                    s
+                                }
+                            };
+                            cur = nxt;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn split_surrogates(lo: u32, hi: u32) -> Vec<(u32, u32)> {
+    let hi = hi.min(formcast_grammar::ir::MAX_CHAR);
+    let mut out = Vec::new();
+    if lo > hi {
+        return out;
+    }
+    if lo < 0xD800 {
+        out.push((lo, hi.min(0xD7FF)));
+    }
+    if hi > 0xDFFF {
+        out.push((lo.max(0xE000), hi));
+    }
+    out
+}
+
+// ------------------------------------------------------ determinization ----
+
+struct RuleDfa {
+    /// NFA state sets are interned; DFA-local ids.
+    byte_trans: Vec<Vec<(u8, u8, u32)>>,
+    calls: Vec<Vec<(RuleId, u32)>>,
+    tokens: Vec<Vec<(TokenId, u32)>>,
+    excepts: Vec<Vec<(u32, u32)>>,
+    accepting: Vec<bool>,
+}
+
+fn eps_closure(nfa: &[NState], set: &mut Vec<u32>, mark: &mut [u32], stamp: u32) {
+    let mut stack: Vec<u32> = set.clone();
+    for &s in set.iter() {
+        mark[s as usize] = stamp;
+    }
+    while let Some(s) = stack.pop() {
+        for &t in &nfa[s as usize].eps {
+            if mark[t as usize] != stamp {
+                mark[t as usize] = stamp;
+                set.push(t);
+                stack.push(t);
+            }
+        }
+    }
+    set.sort_unstable();
+}
+
+fn determinize(
+    nfa: &[NState],
+    start: u32,
+    accept: u32,
+    budget: &Budget,
+    dfa_states_so_far: usize,
+    max_dfa: usize,
+) -> Result<RuleDfa, EngineError> {
+    let mut mark = vec![0u32; nfa.len()];
+    let mut stamp = 1u32;
+    let mut index: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    let mut sets: Vec<Vec<u32>> = Vec::new();
+    let mut init = vec![start];
+    eps_closure(nfa, &mut init, &mut mark, stamp);
+    index.insert(init.clone(), 0);
+    sets.push(init);
+    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], accepting: vec![] };
+    let mut i = 0;
+    while i < sets.len() {
+        if i % 256 == 0 {
+            budget.check()?;
+        }
+        if dfa_states_so_far + sets.len() > max_dfa {
+            return Err(EngineError::Limit(format!(
+                "grammar too large: more than {max_dfa} DFA states"
+            )));
+        }
+        let set = sets[i].clone();
+        // Byte edges: split [0,255] at every range boundary present in this set.
+        let mut bounds: Vec<u16> = vec![0, 256];
+        for &s in &set {
+            for &(lo, hi, _) in &nfa[s as usize].bytes {
+                bounds.push(lo as u16);
+                bounds.push(hi as u16 + 1);
+            }
+        }
+        bounds.sort_unstable();
+        bounds.dedup();
+        let mut byte_trans = Vec::new();
+        let mut intern = |mut tgt: Vec<u32>, sets: &mut Vec<Vec<u32>>, index: &mut FxHashMap<Vec<u32>, u32>, stamp: &mut u32| -> u32 {
+            *stamp += 1;
+            eps_closure(nfa, &mut tgt, &mut mark, *stamp);
+            match index.entry(tgt) {
+                Entry::Occupied(o) => *o.get(),
+                Entry::Vacant(v) => {
+                    let id = sets.len() as u32;
+                    sets.push(v.key().clone());
+                    v.insert(id);
+                    id
+                }
+            }
+        };
+        for w in bounds.windows(2) {
+            let (lo, hi) = (w[0] as u8, (w[1] - 1) as u8);
+            let mut tgt: Vec<u32> = Vec::new();
+            for &s in &set {
+                for &(a, b, t) in &nfa[s as usize].bytes {
+                    if a <= lo && hi <= b {
+                        tgt.push(t);
+                    }
+                }
+            }
+            if tgt.is_empty() {
+                continue;
+            }
+            tgt.sort_unstable();
+            tgt.dedup();
+            let id = intern(tgt, &mut sets, &mut index, &mut stamp);
+            // Merge with the previous range when it goes to the same state.
+            match byte_trans.last_mut() {
+                Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
+                _ => byte_trans.push((lo, hi, id)),
+            }
+        }
+        let mut group = |pick: &dyn Fn(&NState) -> Vec<(u32, u32)>, sets: &mut Vec<Vec<u32>>, index: &mut FxHashMap<Vec<u32>, u32>, stamp: &mut u32| -> Vec<(u32, u32)> {
+            let mut by_key: Vec<(u32, u32)> = Vec::new();
+            for &s in &set {
+                by_key.extend(pick(&nfa[s as usize]));
+            }
+            by_key.sort_unstable();
+            let mut out = Vec::new();
+            let mut j = 0;
+            while j < by_key.len() {
+                let key = by_key[j].0;
+                let mut tgt = Vec::new();
+                while j < by_key.len() && by_key[j].0 == key {
+                    tgt.push(by_key[j].1);
+                    j += 1;
+                }
+                tgt.dedup();
+                let id = intern(tgt, sets, index, stamp);
+                out.push((key, id));
+            }
+            out
+        };
+        let calls = group(&|n: &NState| n.calls.clone(), &mut sets, &mut index, &mut stamp);
+        let tokens = group(&|n: &NState| n.tokens.clone(), &mut sets, &mut index, &mut stamp);
+        let excepts = group(&|n: &NState| n.excepts.clone(), &mut sets, &mut index, &mut stamp);
+        dfa.accepting.push(set.binary_search(&accept).is_ok());
+        dfa.byte_trans.push(byte_trans);
+        dfa.calls.push(calls);
+        dfa.tokens.push(tokens);
+        dfa.excepts.push(excepts);
+        i += 1;
+    }
+    Ok(dfa)
+}
+
+// ------------------------------------------------------------- compile ----
+
+/// Builds the automaton of a grammar.
+pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Budget) -> Result<Automaton, EngineError> {
+    let n_rules = grammar.rules.len();
+    if n_rules == 0 {
+        return Err(EngineError::Grammar("grammar has no rules".into()));
+    }
+    for r in &grammar.rules {
+        check_refs(&r.body, n_rules, &r.name)?;
+    }
+    let mut except_sets = Vec::new();
+    let mut except_index = FxHashMap::default();
+    let mut dfas: Vec<RuleDfa> = Vec::with_capacity(n_rules);
+    let mut total_nfa = 0usize;
+    let mut total_dfa = 0usize;
+    for rule in &grammar.rules {
+        let mut b = NfaBuilder {
+            states: Vec::new(),
+            except_sets: &mut except_sets,
+            except_index: &mut except_index,
+            budget,
+            max_states: limits.max_nfa_states,
+            total_before: total_nfa,
+        };
+        let start = b.new_state()?;
+        let accept = b.new_state()?;
+        b.build(&rule.body, start, accept, 0)?;
+        total_nfa += b.states.len();
+        let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
+        total_dfa += dfa.accepting.len();
+        dfas.push(dfa);
+    }
+    let (dfas, live_rule) = trim(dfas, n_rules);
+    if !live_rule[grammar.root as usize] {
+        return Err(EngineError::Grammar(format!(
+            "the grammar's language is empty: rule '{}' can never finish",
+            grammar.rules[grammar.root as usize].name
+        )));
+    }
+    Ok(assemble(grammar, dfas, except_sets))
+}
+
+fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
+    match e {
+        Expr::Rule(r) if *r as usize >= n_rules => {
+            Err(EngineError::Grammar(format!("rule '{rule}' references undefined rule id {r}")))
+        }
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().try_for_each(|x| check_refs(x, n_rules, rule)),
+        Expr::Repeat { expr, .. } => check_refs(expr, n_rules, rule),
+        Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
+        _ => Ok(()),
+    }
+}
+
+/// Removes calls to rules that can never finish and states that cannot reach
+/// acceptance. Returns the trimmed DFAs (local state ids remapped; removed
+/// transitions dropped) and which rules are productive.
+fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
+    // Productive states: can reach an accepting state through bytes, tokens
+    // or calls to productive rules. Iterate to a fixpoint over rules.
+    let mut productive_rule = vec![false; n_rules];
+    let mut live: Vec<Vec<bool>> = dfas.iter().map(|d| d.accepting.clone()).collect();
+    loop {
+        let mut changed = false;
+        for (r, d) in dfas.iter().enumerate() {
+            // Backward propagation within the rule until stable.
+            loop {
+                let mut inner = false;
+                for s in 0..d.accepting.len() {
+                    if live[r][s] {
+                        continue;
+                    }
+                    let l = &live[r];
+                    let ok = d.byte_trans[s].iter().any(|&(_, _, t)| l[t as usize])
+                        || d.tokens[s].iter().any(|&(_, t)| l[t as usize])
+                        || d.excepts[s].iter().any(|&(_, t)| l[t as usize])
+                        || d.calls[s].iter().any(|&(c, t)| productive_rule[c as usize] && l[t as usize]);
+                    if ok {
+                        live[r][s] = true;
+                        inner = true;
+                    }
+                }
+                if !inner {
+                    break;
+                }
+            }
+            if live[r][0] && !productive_rule[r] {
+                productive_rule[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    // Drop dead transitions and renumber live states (state 0 stays first
+    // when the rule is productive).
+    for (r, d) in dfas.iter_mut().enumerate() {
+        let l = &live[r];
+        let mut remap = vec![DEAD; l.len()];
+        let mut n = 0u32;
+        for s in 0..l.len() {
+            if l[s] {
+                remap[s] = n;
+                n += 1;
+            }
+        }
+        let keep = |v: &mut Vec<Vec<(u32, u32)>>| {
+            let old = std::mem::take(v);
+            *v = old
+                .into_iter()
+                .enumerate()
+                .filter(|(s, _)| l[*s])
+                .map(|(_, es)| es.into_iter().filter(|&(_, t)| l[t as usize]).map(|(k, t)| (k, remap[t as usize])).collect())
+                .collect();
+        };
+        keep(&mut d.tokens);
+        keep(&mut d.excepts);
+        let calls = std::mem::take(&mut d.calls);
+        d.calls = calls
+            .into_iter()
+            .enumerate()
+            .filter(|(s, _)| l[*s])
+            .map(|(_, es)| {
+                es.into_iter()
+                    .filter(|&(c, t)| productive_rule[c as usize] && l[t as usize])
+                    .map(|(c, t)| (c, remap[t as usize]))
+                    .collect()
+            })
+            .collect();
+        let bt = std::mem::take(&mut d.byte_trans);
+        d.byte_trans = bt
+            .into_iter()
+            .enumerate()
+            .filter(|(s, _)| l[*s])
+            .map(|(_, es)| es.into_iter().filter(|&(_, _, t)| l[t as usize]).map(|(a, b, t)| (a, b, remap[t as usize])).collect())
+            .collect();
+        let acc = std::mem::take(&mut d.accepting);
+        d.accepting = acc.into_iter().enumerate().filter(|(s, _)| l[*s]).map(|(_, a)| a).collect();
+        if d.accepting.is_empty() {
+            // Unproductive rule: keep one inert state so numbering stays simple.
+            d.accepting.push(false);
+            d.byte_trans.push(vec![]);
+            d.calls.push(vec![]);
+            d.tokens.push(vec![]);
+            d.excepts.push(vec![]);
+        }
+    }
+    (dfas, productive_rule)
+}
+
+fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
+    // Global byte classes: boundaries of every byte range in the grammar.
+    let mut is_boundary = [false; 257];
+    is_boundary[0] = true;
+    is_boundary[256] = true;
+    for d in &dfas {
+        for es in &d.byte_trans {
+            for &(lo, hi, _) in es {
+                is_boundary[lo as usize] = true;
+                is_boundary[hi as usize + 1] = true;
+            }
+        }
+    }
+    let mut class_of = [0u8; 256];
+    let mut class_rep: Vec<u8> = Vec::new();
+    let mut c: i32 = -1;
+    for b in 0..256usize {
+        if is_boundary[b] {
+            c += 1;
+            class_rep.push(b as u8);
+        }
+        class_of[b] = c as u8;
+    }
+    let n_classes = class_rep.len();
+
+    let mut rule_start = Vec::with_capacity(dfas.len());
+    let mut offset = 0u32;
+    for d in &dfas {
+        rule_start.push(offset);
+        offset += d.accepting.len() as u32;
+    }
+    let n = offset as usize;
+    let mut a = Automaton {
+        class_of,
+        n_classes,
+        trans: vec![DEAD; n * n_classes],
+        flags: vec![0; n],
+        call_start: Vec::with_capacity(n + 1),
+        calls: Vec::new(),
+        tok_start: Vec::with_capacity(n + 1),
+        tok_edges: Vec::new(),
+        exc_start: Vec::with_capacity(n + 1),
+        exc_edges: Vec::new(),
+        except_sets,
+        rule_start: rule_start.clone(),
+        nullable: vec![false; dfas.len()],
+        byte_set: vec![[0; 4]; n],
+        rule_names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
+        root: grammar.root,
+    };
+    for (r, d) in dfas.iter().enumerate() {
+        let base = rule_start[r];
+        for s in 0..d.accepting.len() {
+            let g = (base + s as u32) as usize;
+            let mut f = 0u8;
+            if d.accepting[s] {
+                f |= flags::ACCEPTING;
+            }
+            for &(lo, hi, t) in &d.byte_trans[s] {
+                for b in lo..=hi {
+                    a.trans[g * n_classes + class_of[b as usize] as usize] = base + t;
+                    a.byte_set[g][b as usize / 64] |= 1u64 << (b % 64);
+                }
+                f |= flags::SCANS;
+            }
+            a.call_start.push(a.calls.len() as u32);
+            for &(c, t) in &d.calls[s] {
+                a.calls.push((c, base + t));
+                f |= flags::CALLS;
+            }
+            a.tok_start.push(a.tok_edges.len() as u32);
+            for &(tok, t) in &d.tokens[s] {
+                a.tok_edges.push((tok, base + t));
+                f |= flags::SCANS | flags::TOKENS;
+            }
+            a.exc_start.push(a.exc_edges.len() as u32);
+            for &(set, t) in &d.excepts[s] {
+                a.exc_edges.push((set, base + t));
+                f |= flags::SCANS | flags::TOKENS;
+            }
+            a.flags[g] = f;
+        }
+    }
+    a.call_start.push(a.calls.len() as u32);
+    a.tok_start.push(a.tok_edges.len() as u32);
+    a.exc_start.push(a.exc_edges.len() as u32);
+    a.nullable = compute_nullable(&a);
+    a
+}
+
+/// A rule is nullable when its start state reaches an accepting state through
+/// calls of nullable rules only.
+fn compute_nullable(a: &Automaton) -> Vec<bool> {
+    let n_rules = a.rule_start.len();
+    let mut nullable = vec![false; n_rules];
+    loop {
+        let mut changed = false;
+        for r in 0..n_rules {
+            if nullable[r] {
+                continue;
+            }
+            let mut seen = vec![a.rule_start[r]];
+            let mut stack = vec![a.rule_start[r]];
+            let mut found = false;
+            while let Some(s) = stack.pop() {
+                if a.flag(s, flags::ACCEPTING) {
+                    found = true;
+                    break;
+                }
+                for &(c, t) in a.calls_of(s) {
+                    if nullable[c as usize] && !seen.contains(&t) {
+                        seen.push(t);
+                        stack.push(t);
+                    }
+                }
+            }
+            if found {
+                nullable[r] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return nullable;
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The parser state: items over the rule DFAs with shared continuations.
+//!
+//! This is Earley parsing reorganised for token masks. An item is
+//! `(state, cont)`: a position inside one rule's DFA plus a *continuation*,
+//! the set of items to resume when the rule finishes (Earley's back-pointer
+//! to an origin set, restricted to the items that were waiting for this rule).
+//! Continuations live in an [`Arena`] and form a graph-structured stack; a
+//! left-recursive rule simply produces a continuation that contains itself.
+//!
+//! Every continuation carries a 128-bit hash that identifies its structure:
+//! the root has a fixed hash and a continuation created while predicting rule
+//! `R` from a seed set `S` hashes `(hash(S), R)` — the closure is a pure
+//! function of its seeds, so equal hashes mean equal parser futures. The hash
+//! of a whole item set is therefore a canonical key for "what can come next",
+//! shared across positions, matchers and requests; masks are cached under it.
+
+use formcast_grammar::RuleId;
+use rustc_hash::FxHashSet;
+
+use crate::automaton::{flags, Automaton, StateId, DEAD};
+use crate::error::EngineError;
+
+/// Index of a continuation node in the arena.
+pub type ContId = u32;
+/// The continuation of the start rule: finishing it means the output may end.
+pub const ROOT_CONT: ContId = 0;
+/// Marks a not-yet-allocated continuation of a rule predicted in the current
+/// closure (the low bits index the closure's predicted rules).
+const PRED_BIT: u32 = 1 << 31;
+
+const ROOT_HASH: u128 = 0x5f3c_a1d2_7e49_b806_0c1b_93f7_2ad4_6e15;
+
+/// A parser item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Item {
+    pub state: StateId,
+    pub cont: ContId,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct ContNode {
+    start: u32,
+    len: u32,
+    hash: u128,
+}
+
+/// Storage for continuation nodes. Append-only except for [`Arena::truncate`],
+/// which the mask walk uses to drop nodes created while exploring a token.
+#[derive(Debug, Clone)]
+pub struct Arena {
+    nodes: Vec<ContNode>,
+    items: Vec<Item>,
+}
+
+/// A restore point of the arena.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArenaMark(u32, u32);
+
+impl Default for Arena {
+    fn default() -> Self {
+        Arena { nodes: vec![ContNode { start: 0, len: 0, hash: ROOT_HASH }], items: Vec::new() }
+    }
+}
+
+impl Arena {
+    #[inline]
+    pub fn hash(&self, c: ContId) -> u128 {
+        self.nodes[c as usize].hash
+    }
+    #[inline]
+    fn items(&self, c: ContId) -> &[Item] {
+        let n = self.nodes[c as usize];
+        &self.items[n.start as usize..(n.start + n.len) as usize]
+    }
+    #[inline]
+    pub fn mark(&self) -> ArenaMark {
+        ArenaMark(self.nodes.len() as u32, self.items.len() as u32)
+    }
+    #[inline]
+    pub fn truncate(&mut self, m: ArenaMark) {
+        self.nodes.truncate(m.0 as usize);
+        self.items.truncate(m.1 as usize);
+    }
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() <= 1
+    }
+}
+
+#[inline(always)]
+fn fmix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Folds a 64-bit value into a 128-bit hash (two cross-coupled lanes).
+#[inline(always)]
+pub fn mix(h: u128, x: u64) -> u128 {
+    let a = fmix((h as u64) ^ x);
+    let b = fmix(((h >> 64) as u64).wrapping_add(x).wrapping_add(0x9e37_79b9_7f4a_7c15) ^ a.rotate_left(23));
+    ((b as u128) << 64) | a as u128
+}
+
+#[inline(always)]
+fn mix_item(h: u128, state: StateId, cont_hash: u128) -> u128 {
+    mix(mix(mix(h, state as u64), cont_hash as u64), (cont_hash >> 64) as u64)
+}
+
+/// Sorts items canonically (by state, then continuation hash), drops
+/// duplicates that denote the same future, and returns the set's hash.
+pub fn canonicalize(arena: &Arena, items: &mut Vec<Item>, can_end: bool) -> u128 {
+    items.sort_unstable_by(|x, y| x.state.cmp(&y.state).then_with(|| arena.hash(x.cont).cmp(&arena.hash(y.cont))));
+    items.dedup_by(|x, y| x.state == y.state && arena.hash(x.cont) == arena.hash(y.cont));
+    let mut h: u128 = 0x243f_6a88_85a3_08d3_1319_8a2e_0370_7344;
+    for it in items.iter() {
+        h = mix_item(h, it.state, arena.hash(it.cont));
+    }
+    mix(h, can_end as u64 + 1)
+}
+
+/// Reusable buffers for [`closure`].
+#[derive(Default, Debug)]
+pub struct Scratch {
+    work: Vec<(StateId, u32)>,
+    seen: FxHashSet<(StateId, u32)>,
+    pred_rules: Vec<RuleId>,
+    waiters: Vec<Vec<(StateId, u32)>>,
+    result: Vec<(StateId, u32)>,
+    seeds: Vec<Item>,
+}
+
+/// Largest item set a single closure may produce; beyond it the grammar is
+/// too ambiguous to track and the step fails with an error.
+pub const MAX_ITEMS: usize = 200_000;
+
+/// Extends `seeds` (items that just consumed input) with completions and
+/// predictions. Writes the resulting scannable items to `out` and returns
+/// whether the start rule can finish here.
+pub fn closure(
+    a: &Automaton,
+    arena: &mut Arena,
+    seeds: &[Item],
+    out: &mut Vec<Item>,
+    sc: &mut Scratch,
+) -> Result<bool, EngineError> {
+    out.clear();
+    // Fast path: nothing finishes and nothing is called — the common case
+    // inside literals, strings and numbers.
+    if seeds.iter().all(|it| a.flags[it.state as usize] & (flags::ACCEPTING | flags::CALLS) == 0) {
+        out.extend_from_slice(seeds);
+        if out.len() > 1 {
+            out.sort_unstable();
+            out.dedup();
+        }
+        return Ok(false);
+    }
+    sc.work.clear();
+    sc.seen.clear();
+    sc.pred_rules.clear();
+    for w in sc.waiters.iter_mut() {
+        w.clear();
+    }
+    sc.result.clear();
+    for it in seeds {
+        if sc.seen.insert((it.state, it.cont)) {
+            sc.work.push((it.state, it.cont));
+        }
+    }
+    let mut can_end = false;
+    while let Some((s, cref)) = sc.work.pop() {
+        let f = a.flags[s as usize];
+        if f & flags::ACCEPTING != 0 && cref & PRED_BIT == 0 {
+            // The rule consumed input and may finish: resume its waiters.
+            if cref == ROOT_CONT {
+                can_end = true;
+            } else {
+                for k in 0..arena.nodes[cref as usize].len {
+                    let it = arena.items(cref)[k as usize];
+                    if sc.seen.insert((it.state, it.cont)) {
+                        sc.work.push((it.state, it.cont));
+                    }
+                }
+            }
+        }
+        if f & flags::CALLS != 0 {
+            for &(r, tgt) in a.calls_of(s) {
+                let idx = match sc.pred_rules.iter().position(|&x| x == r) {
+                    Some(i) => i,
+                    None => {
+                        sc.pred_rules.push(r);
+                        let i = sc.pred_rules.len() - 1;
+                        if sc.waiters.len() <= i {
+                            sc.waiters.push(Vec::new());
+                        }
+                        let start = (a.rule_start[r as usize], PRED_BIT | i as u32);
+                        if sc.seen.insert(start) {
+                            sc.work.push(start);
+                        }
+                        i
+                    }
+                };
+                sc.waiters[idx].push((tgt, cref));
+                if a.nullable[r as usize] && sc.seen.insert((tgt, cref)) {
+                    // Aycock–Horspool: step over a rule that can be empty.
+                    sc.work.push((tgt, cref));
+                }
+            }
+        }
+        if f & flags::SCANS != 0 {
+            sc.result.push((s, cref));
+            if sc.result.len() > MAX_ITEMS {
+                return Err(EngineError::Limit(format!(
+                    "the grammar is too ambiguous here: more than {MAX_ITEMS} parser items at one position"
+                )));
+            }
+        }
+    }
+    // Allocate the continuations of the predicted rules.
+    if !sc.pred_rules.is_empty() {
+        sc.seeds.clear();
+        sc.seeds.extend_from_slice(seeds);
+        let seed_hash = canonicalize(arena, &mut sc.seeds, false);
+        let base = arena.nodes.len() as u32;
+        let resolve = |c: u32| if c & PRED_BIT != 0 { base + (c & !PRED_BIT) } else { c };
+        for (i, &r) in sc.pred_rules.iter().enumerate() {
+            let start = arena.items.len() as u32;
+            let ws = &mut sc.waiters[i];
+            ws.sort_unstable();
+            ws.dedup();
+            arena.items.extend(ws.iter().map(|&(s, c)| Item { state: s, cont: resolve(c) }));
+            let hash = mix(mix(seed_hash, r as u64), 0x7072_6564);
+            arena.nodes.push(ContNode { start, len: ws.len() as u32, hash });
+        }
+        out.extend(sc.result.iter().map(|&(s, c)| Item { state: s, cont: resolve(c) }));
+    } else {
+        out.extend(sc.result.iter().map(|&(s, c)| Item { state: s, cont: c }));
+    }
+    Ok(can_end)
+}
+
+/// Items reached from `items` by consuming byte `b` (before closure).
+#[inline]
+pub fn scan_byte(a: &Automaton, items: &[Item], b: u8, seeds: &mut Vec<Item>) {
+    seeds.clear();
+    for it in items {
+        let t = a.next(it.state, b);
+        if t != DEAD {
+            seeds.push(Item { state: t, cont: it.cont });
+        }
+    }
+}
+
+/// Item sets tracked at a token boundary.
+#[derive(Debug, Clone)]
+pub struct ItemSet {
+    pub items: Vec<Item>,
+    pub can_end: bool,
+    pub key: u128,
+}
+
+impl ItemSet {
+    /// The parser state before any input.
+    pub fn initial(a: &Automaton, arena: &mut Arena, sc: &mut Scratch) -> Result<ItemSet, EngineError> {
+        let seeds = [Item { state: a.rule_start[a.root as usize], cont: ROOT_CONT }];
+        let mut items = Vec::new();
+        let can_end = closure(a, arena, &seeds, &mut items, sc)?;
+        let key = canonicalize(arena, &mut items, can_end);
+        Ok(ItemSet { items, can_end, key })
+    }
+
+    /// Consumes `bytes`; `None` when they are not a viable continuation.
+    pub fn advance_bytes(
+        &self,
+        a: &Automaton,
+        arena: &mut Arena,
+        sc: &mut Scratch,
+        bytes: &[u8],
+    ) -> Result<Option<(Vec<Item>, bool)>, EngineError> {
+        let mut cur = self.items.clone();
+        let mut can_end = self.can_end;
+        let mut seeds = Vec::new();
+        let mut next = Vec::new();
+        for &b in bytes {
+            scan_byte(a, &cur, b, &mut seeds);
+            if seeds.is_empty() {
+                return Ok(None);
+            }
+            can_end = closure(a, arena, &seeds, &mut next, sc)?;
+            std::mem::swap(&mut cur, &mut next);
+        }
+        Ok(Some((cur, can_end)))
+    }
+}

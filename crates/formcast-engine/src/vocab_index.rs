@@ -1,0 +1,161 @@
+//! A vocabulary prepared for matching: the token trie plus per-id facts.
+//!
+//! The trie is laid out flat in depth-first order: node `i`'s subtree is
+//! `i..nodes[i].end`, so rejecting a byte skips a whole subtree with one
+//! assignment and the walk needs no pointers. Built once per tokenizer and
+//! shared (through `Arc`) by every grammar compiled against it.
+
+use formcast_tokenizer::Vocab;
+
+use crate::bitset::Bitset;
+use crate::error::EngineError;
+
+/// One trie node: the byte leading into it, the end of its subtree, and the
+/// tokens whose bytes end exactly here.
+#[derive(Debug, Clone, Copy)]
+pub struct Node {
+    pub end: u32,
+    pub tok_start: u32,
+    pub tok_len: u16,
+    pub byte: u8,
+}
+
+/// The vocabulary as the engine needs it.
+#[derive(Debug)]
+pub struct VocabIndex {
+    /// Bytes of every token id below `vocab_len`.
+    pub tokens: Vec<Vec<u8>>,
+    /// Number of real token ids.
+    pub vocab_len: usize,
+    /// Width of the logits (ids in `vocab_len..logits_size` are padding).
+    pub logits_size: usize,
+    /// Special/control tokens: excluded from text matching.
+    pub is_special: Vec<bool>,
+    /// End-of-generation ids.
+    pub stop: Vec<u32>,
+    pub stop_bits: Bitset,
+    /// Flat DFS-ordered trie of all non-special, non-empty tokens. Node 0 is
+    /// the root.
+    pub nodes: Vec<Node>,
+    /// Token ids by node (`nodes[i].tok_start ..+ tok_len`).
+    pub node_tokens: Vec<u32>,
+    /// The longest token, in bytes.
+    pub max_token_len: usize,
+}
+
+impl VocabIndex {
+    /// Builds the index (sorting and laying out the trie).
+    pub fn new(vocab: &Vocab) -> Result<VocabIndex, EngineError> {
+        let vocab_len = vocab.tokens.len();
+        let logits_size = vocab.logits_size.max(vocab_len);
+        let mut is_special = vec![false; vocab_len];
+        for &s in &vocab.special {
+            let s = s as usize;
+            if s >= vocab_len {
+                return Err(EngineError::Usage(format!("special token id {s} is outside the vocabulary (size {vocab_len})")));
+            }
+            is_special[s] = true;
+        }
+        let mut stop_bits = Bitset::new(logits_size);
+        for &s in &vocab.stop {
+            if s as usize >= vocab_len {
+                return Err(EngineError::Usage(format!("stop token id {s} is outside the vocabulary (size {vocab_len})")));
+            }
+            stop_bits.set(s as usize);
+        }
+        let mut order: Vec<u32> = (0..vocab_len as u32)
+            .filter(|&i| !is_special[i as usize] && !vocab.tokens[i as usize].is_empty())
+            .collect();
+        order.sort_unstable_by(|&a, &b| vocab.tokens[a as usize].cmp(&vocab.tokens[b as usize]).then(a.cmp(&b)));
+
+        let mut nodes: Vec<Node> = vec![Node { end: 0, tok_start: 0, tok_len: 0, byte: 0 }];
+        let mut node_tokens: Vec<u32> = Vec::with_capacity(order.len());
+        // path[d] = node index at depth d+1 of the current branch.
+        let mut path: Vec<u32> = Vec::new();
+        let mut prev: &[u8] = &[];
+        let mut max_token_len = 0;
+        for &id in &order {
+            let bytes = vocab.tokens[id as usize].as_slice();
+            max_token_len = max_token_len.max(bytes.len());
+            let common = prev.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            while path.len() > common {
+                let n = path.pop().unwrap();
+                nodes[n as usize].end = nodes.len() as u32;
+            }
+            for &b in &bytes[common..] {
+                nodes.push(Node { end: 0, tok_start: 0, tok_len: 0, byte: b });
+                path.push(nodes.len() as u32 - 1);
+            }
+            let last = *path.last().expect("token bytes are non-empty") as usize;
+            if nodes[last].tok_len == 0 {
+                nodes[last].tok_start = node_tokens.len() as u32;
+            }
+            nodes[last].tok_len += 1;
+            node_tokens.push(id);
+            prev = bytes;
+        }
+        let total = nodes.len() as u32;
+        for n in path {
+            nodes[n as usize].end = total;
+        }
+        nodes[0].end = total;
+        Ok(VocabIndex {
+            tokens: vocab.tokens.clone(),
+            vocab_len,
+            logits_size,
+            is_special,
+            stop: vocab.stop.clone(),
+            stop_bits,
+            nodes,
+            node_tokens,
+            max_token_len,
+        })
+    }
+
+    /// Token ids ending at node `i`.
+    #[inline(always)]
+    pub fn tokens_at(&self, i: usize) -> &[u32] {
+        let n = &self.nodes[i];
+        &self.node_tokens[n.tok_start as usize..n.tok_start as usize + n.tok_len as usize]
+    }
+
+    /// Number of bitmask words needed for the logits.
+    pub fn mask_words(&self) -> usize {
+        self.logits_size.div_ceil(32)
+    }
+
+    pub fn is_stop(&self, id: u32) -> bool {
+        (id as usize) < self.logits_size && self.stop_bits.get(id as usize)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use formcast_tokenizer::VocabKind;
+
+    fn vocab(tokens: &[&[u8]]) -> Vocab {
+        Vocab {
+            tokens: tokens.iter().map(|t| t.to_vec()).collect(),
+            special: vec![],
+            stop: vec![],
+            logits_size: tokens.len(),
+            kind: VocabKind::Raw,
+        }
+    }
+
+    #[test]
+    fn trie_is_depth_first_with_subtree_ends() {
+        let v = vocab(&[b"ab", b"a", b"b", b"abc", b"ab"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        // root, a, b(ab), c(abc), b
+        let bytes: Vec<u8> = idx.nodes[1..].iter().map(|n| n.byte).collect();
+        assert_eq!(bytes, b"abcb");
+        assert_eq!(idx.nodes[0].end, 5);
+        assert_eq!(idx.nodes[1].end, 4);
+        assert_eq!(idx.tokens_at(1), &[1]);
+        assert_eq!(idx.tokens_at(2), &[0, 4]);
+        assert_eq!(idx.tokens_at(3), &[3]);
+        assert_eq!(idx.tokens_at(4), &[2]);
+    }
+}

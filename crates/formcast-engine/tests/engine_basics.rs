@@ -1,0 +1,152 @@
+//! Engine behaviour on hand-built grammars over small vocabularies.
+
+use std::sync::Arc;
+
+use formcast_engine::{Budget, CompileOptions, CompiledGrammar, Matcher, VocabIndex};
+use formcast_grammar::{Expr, Grammar, Rule};
+use formcast_tokenizer::{Vocab, VocabKind};
+
+fn vocab(tokens: &[&str], special: &[u32], stop: &[u32]) -> Arc<VocabIndex> {
+    let v = Vocab {
+        tokens: tokens.iter().map(|t| t.as_bytes().to_vec()).collect(),
+        special: special.to_vec(),
+        stop: stop.to_vec(),
+        logits_size: tokens.len() + 3,
+        kind: VocabKind::Raw,
+    };
+    Arc::new(VocabIndex::new(&v).unwrap())
+}
+
+fn compile(g: &Grammar, v: &Arc<VocabIndex>) -> Arc<CompiledGrammar> {
+    Arc::new(CompiledGrammar::compile(g, v.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap())
+}
+
+fn rules(rs: Vec<(&str, Expr)>) -> Grammar {
+    Grammar { rules: rs.into_iter().map(|(n, b)| Rule { name: n.into(), body: b }).collect(), root: 0 }
+}
+
+fn allowed(m: &mut Matcher) -> Vec<u32> {
+    m.next_token_mask().unwrap().iter_ones().map(|i| i as u32).collect()
+}
+
+const TOKS: &[&str] = &["<eos>", "a", "b", "ab", "(", ")", "()", "((", "x", "ba", "aa"];
+
+#[test]
+fn literal_alternatives_and_stop() {
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![("root", Expr::Alt(vec![Expr::literal("ab"), Expr::literal("ba")]))]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(allowed(&mut m), vec![1, 2, 3, 9]);
+    assert!(m.accept_token(1).unwrap());
+    assert_eq!(allowed(&mut m), vec![2]);
+    assert!(!m.accept_token(1).unwrap());
+    assert!(m.accept_token(2).unwrap());
+    assert_eq!(allowed(&mut m), vec![0]);
+    assert!(m.can_end());
+    assert!(!m.is_terminated());
+    assert!(m.accept_token(0).unwrap());
+    assert!(m.is_terminated());
+}
+
+#[test]
+fn balanced_parentheses_right_recursion() {
+    // root ::= ("(" root ")")*
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::star(Expr::Seq(vec![Expr::literal("("), Expr::Rule(0), Expr::literal(")")])),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(allowed(&mut m), vec![0, 4, 6, 7]);
+    assert!(m.accept_token(7).unwrap()); // ((
+    assert_eq!(allowed(&mut m), vec![4, 5, 6, 7]);
+    assert!(m.accept_token(5).unwrap());
+    assert!(!m.can_end());
+    assert!(m.accept_token(5).unwrap());
+    assert!(m.can_end());
+    assert!(!m.accept_token(5).unwrap());
+}
+
+#[test]
+fn left_recursion() {
+    // root ::= root "a" | "b"   (b a*)
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::Alt(vec![Expr::Seq(vec![Expr::Rule(0), Expr::literal("a")]), Expr::literal("b")]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(allowed(&mut m), vec![2, 9]);
+    assert!(m.accept_token(9).unwrap()); // "ba"
+    assert_eq!(allowed(&mut m), vec![0, 1, 10]);
+    assert!(m.accept_token(10).unwrap());
+    assert!(m.can_end());
+}
+
+#[test]
+fn rollback_restores_masks() {
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![("root", Expr::plus(Expr::Alt(vec![Expr::literal("ab"), Expr::literal("x")])))]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    let start = allowed(&mut m);
+    assert!(m.accept_token(1).unwrap());
+    let after_a = allowed(&mut m);
+    assert!(m.accept_token(2).unwrap());
+    assert!(m.accept_token(8).unwrap());
+    m.rollback(2).unwrap();
+    assert_eq!(allowed(&mut m), after_a);
+    m.rollback(1).unwrap();
+    assert_eq!(allowed(&mut m), start);
+    assert!(m.rollback(1).is_err());
+}
+
+#[test]
+fn token_level_elements() {
+    // root ::= <tok 8> any-token-but-{0,1} "a"
+    let v = vocab(TOKS, &[0, 8], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![Expr::Token(8), Expr::AnyTokenExcept(vec![0, 1]), Expr::literal("a")]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(allowed(&mut m), vec![8]);
+    assert!(!m.accept_bytes(b"x").unwrap());
+    assert!(m.accept_token(8).unwrap());
+    assert_eq!(allowed(&mut m), (2..TOKS.len() as u32).collect::<Vec<_>>());
+    assert!(m.accept_token(6).unwrap());
+    assert_eq!(allowed(&mut m), vec![1]);
+}
+
+#[test]
+fn jump_forward_is_forced_text() {
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![Expr::literal("{\"name\": "), Expr::Alt(vec![Expr::literal("\"x\""), Expr::literal("\"y\"")])]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(m.find_jump_forward_bytes().unwrap(), b"{\"name\": \"");
+    assert!(m.accept_bytes(b"{\"name\": \"y").unwrap());
+    assert_eq!(m.find_jump_forward_bytes().unwrap(), b"\"");
+}
+
+#[test]
+fn nullable_rules_and_empty_root() {
+    // root ::= e "a" e ;  e ::= "x"?
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![
+        ("root", Expr::Seq(vec![Expr::Rule(1), Expr::literal("a"), Expr::Rule(1)])),
+        ("e", Expr::optional(Expr::literal("x"))),
+    ]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(allowed(&mut m), vec![1, 8]);
+    assert!(m.accept_token(1).unwrap());
+    assert_eq!(allowed(&mut m), vec![0, 8]);
+}
