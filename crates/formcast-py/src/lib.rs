@@ -1,1 +1,28 @@
+//! `formcast._engine`: the Python face of the Rust engine.
+//!
+//! Every entry point runs inside [`guard`], which turns a Rust panic into a
+//! `formcast.FormcastError` instead of letting it unwind into Python, and
+//! long-running work (compilation, batch masks) releases the GIL.
 
+use pyo3::prelude::*;
+
+mod errors;
+mod grammar;
+mod matcher;
+mod tokenizer;
+
+pub(crate) use errors::{guard, to_py};
+
+#[pymodule]
+fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    errors::register(m)?;
+    m.add_class::<tokenizer::TokenizerInfo>()?;
+    m.add_class::<grammar::Grammar>()?;
+    m.add_class::<matcher::CompiledGrammar>()?;
+    m.add_class::<matcher::CancelToken>()?;
+    m.add_class::<matcher::GrammarMatcher>()?;
+    m.add_function(wrap_pyfunction!(matcher::compile_grammar, m)?)?;
+    m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

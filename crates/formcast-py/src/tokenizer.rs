@@ -1,0 +1,154 @@
+//! `TokenizerInfo`: a vocabulary plus its token trie, shared by every grammar
+//! compiled against it.
+
+use std::sync::Arc;
+
+use formcast_engine::VocabIndex;
+use formcast_tokenizer::{Vocab, VocabKind, VocabOptions};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+
+use crate::errors::tokenizer_err;
+use crate::{guard, to_py};
+
+/// The vocabulary of a model: the bytes of every token id, which ids are
+/// special (never matched by text) and which stop generation.
+#[pyclass(frozen, module = "formcast._engine")]
+pub struct TokenizerInfo {
+    pub(crate) vocab: Arc<Vocab>,
+    pub(crate) index: Arc<VocabIndex>,
+}
+
+fn options(stop_token_ids: Option<Vec<u32>>, logits_size: Option<usize>, config: Option<String>) -> VocabOptions {
+    VocabOptions { logits_size, stop: stop_token_ids, tokenizer_config: config }
+}
+
+impl TokenizerInfo {
+    fn build(py: Python<'_>, vocab: Vocab) -> PyResult<Self> {
+        let index = py.detach(|| VocabIndex::new(&vocab)).map_err(to_py)?;
+        Ok(TokenizerInfo { vocab: Arc::new(vocab), index: Arc::new(index) })
+    }
+}
+
+#[pymethods]
+impl TokenizerInfo {
+    /// From the text of a Hugging Face `tokenizer.json` (byte-level BPE or
+    /// SentencePiece with byte fallback).
+    #[staticmethod]
+    #[pyo3(signature = (json_text, *, tokenizer_config=None, stop_token_ids=None, logits_size=None))]
+    fn from_huggingface_json(
+        py: Python<'_>,
+        json_text: &str,
+        tokenizer_config: Option<String>,
+        stop_token_ids: Option<Vec<u32>>,
+        logits_size: Option<usize>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let opts = options(stop_token_ids, logits_size, tokenizer_config);
+            let vocab = py.detach(|| Vocab::from_hf_tokenizer_json(json_text, &opts)).map_err(tokenizer_err)?;
+            Self::build(py, vocab)
+        })
+    }
+
+    /// From the text of a tiktoken ranks file plus its special tokens
+    /// (`None`: the Llama-3 special tokens).
+    #[staticmethod]
+    #[pyo3(signature = (ranks_text, *, special_tokens=None, stop_token_ids=None, logits_size=None))]
+    fn from_tiktoken_text(
+        py: Python<'_>,
+        ranks_text: &str,
+        special_tokens: Option<Vec<(String, u32)>>,
+        stop_token_ids: Option<Vec<u32>>,
+        logits_size: Option<usize>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let special = special_tokens.unwrap_or_else(formcast_tokenizer::llama3_special_tokens);
+            let opts = options(stop_token_ids, logits_size, None);
+            let vocab = py.detach(|| Vocab::from_tiktoken(ranks_text, &special, &opts)).map_err(tokenizer_err)?;
+            Self::build(py, vocab)
+        })
+    }
+
+    /// From a plain list of token bytes.
+    #[staticmethod]
+    #[pyo3(signature = (tokens, *, special_token_ids=Vec::new(), stop_token_ids=Vec::new(), logits_size=None))]
+    fn from_token_bytes(
+        py: Python<'_>,
+        tokens: Vec<Vec<u8>>,
+        special_token_ids: Vec<u32>,
+        stop_token_ids: Vec<u32>,
+        logits_size: Option<usize>,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let vocab = Vocab::from_token_bytes(tokens, special_token_ids, stop_token_ids, logits_size)
+                .map_err(tokenizer_err)?;
+            Self::build(py, vocab)
+        })
+    }
+
+    /// Number of token ids.
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.vocab.tokens.len()
+    }
+
+    /// Width of the model's logits (>= vocab_size; the rest is padding).
+    #[getter]
+    fn logits_size(&self) -> usize {
+        self.vocab.logits_size
+    }
+
+    /// End-of-generation token ids.
+    #[getter]
+    fn stop_token_ids(&self) -> Vec<u32> {
+        self.vocab.stop.clone()
+    }
+
+    /// Special/control token ids.
+    #[getter]
+    fn special_token_ids(&self) -> Vec<u32> {
+        self.vocab.special.clone()
+    }
+
+    /// "byte_level", "sentencepiece" or "raw".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        match self.vocab.kind {
+            VocabKind::ByteLevel => "byte_level",
+            VocabKind::SentencePiece => "sentencepiece",
+            _ => "raw",
+        }
+    }
+
+    /// The bytes token `token_id` decodes to.
+    fn token_bytes<'py>(&self, py: Python<'py>, token_id: u32) -> PyResult<Bound<'py, PyBytes>> {
+        match self.vocab.tokens.get(token_id as usize) {
+            Some(b) => Ok(PyBytes::new(py, b)),
+            None => Err(pyo3::exceptions::PyIndexError::new_err(format!(
+                "token id {token_id} is outside the vocabulary (size {})",
+                self.vocab.tokens.len()
+            ))),
+        }
+    }
+
+    /// All token bytes, indexed by id.
+    fn all_token_bytes<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, PyBytes>> {
+        self.vocab.tokens.iter().map(|b| PyBytes::new(py, b)).collect()
+    }
+
+    /// The first id whose decoded text is exactly `text` (special tokens
+    /// included), or None.
+    fn token_id(&self, text: &str) -> Option<u32> {
+        self.vocab.tokens.iter().position(|b| b == text.as_bytes()).map(|i| i as u32)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "TokenizerInfo(vocab_size={}, logits_size={}, kind={:?}, stop_token_ids={:?})",
+            self.vocab.tokens.len(),
+            self.vocab.logits_size,
+            self.kind(),
+            self.vocab.stop
+        )
+    }
+}

@@ -1,0 +1,115 @@
+"""Compiling grammars against a vocabulary, with a thread-safe bounded cache."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Hashable
+
+from . import _engine
+from .grammar import Grammar
+from .tokenizer import TokenizerInfo
+
+__all__ = ["GrammarCompiler", "CompiledGrammar", "CancelToken"]
+
+CompiledGrammar = _engine.CompiledGrammar
+CancelToken = _engine.CancelToken
+
+
+class GrammarCompiler:
+    """Compiles grammars for one vocabulary and caches the results.
+
+    The cache is keyed by what built the grammar (EBNF text and root, regex,
+    ...) and bounded in memory: when the compiled grammars (including their
+    lazily built mask caches) exceed ``cache_limit_bytes``, the least recently
+    used are dropped. Safe to share between threads; concurrent requests for
+    the same grammar compile it once.
+    """
+
+    def __init__(
+        self,
+        tokenizer: TokenizerInfo,
+        *,
+        cache_limit_bytes: int = 512 << 20,
+        mask_cache_bytes: int = 64 << 20,
+    ) -> None:
+        if cache_limit_bytes < 0 or mask_cache_bytes < 0:
+            raise ValueError("cache limits must be non-negative")
+        self.tokenizer = tokenizer
+        self.cache_limit_bytes = cache_limit_bytes
+        self.mask_cache_bytes = mask_cache_bytes
+        self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
+        self._inflight: dict[Hashable, threading.Event] = {}
+        self._lock = threading.Lock()
+
+    def compile(
+        self,
+        grammar: Grammar,
+        *,
+        timeout_s: float | None = None,
+        cancel: CancelToken | None = None,
+    ) -> CompiledGrammar:
+        """Compiles ``grammar`` (or returns the cached result).
+
+        ``timeout_s`` bounds the compilation (``CompileTimeoutError``);
+        ``cancel`` lets another thread stop it (``CancelledError``). The GIL
+        is released while compiling.
+        """
+        key = grammar._key
+        while True:
+            with self._lock:
+                hit = self._cache.get(key)
+                if hit is not None:
+                    self._cache.move_to_end(key)
+                    return hit
+                waiter = self._inflight.get(key)
+                if waiter is None:
+                    event = threading.Event()
+                    self._inflight[key] = event
+                    break
+            waiter.wait()
+        try:
+            compiled = _engine.compile_grammar(
+                grammar._native,
+                self.tokenizer._native,
+                timeout_s=timeout_s,
+                cancel=cancel,
+                mask_cache_bytes=self.mask_cache_bytes,
+            )
+            with self._lock:
+                self._cache[key] = compiled
+                self._evict()
+            return compiled
+        finally:
+            with self._lock:
+                self._inflight.pop(key, None)
+            event.set()
+
+    def compile_ebnf(self, text: str, root: str = "root", **kw) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_ebnf(text, root))``."""
+        return self.compile(Grammar.from_ebnf(text, root), **kw)
+
+    def compile_regex(self, pattern: str, **kw) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_regex(pattern))``."""
+        return self.compile(Grammar.from_regex(pattern), **kw)
+
+    def compile_builtin_json(self, **kw) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.builtin_json())``."""
+        return self.compile(Grammar.builtin_json(), **kw)
+
+    @property
+    def cache_size_bytes(self) -> int:
+        """Memory held by the cached grammars right now."""
+        with self._lock:
+            return sum(c.memory_bytes for c in self._cache.values())
+
+    def clear_cache(self) -> None:
+        """Drops every cached grammar."""
+        with self._lock:
+            self._cache.clear()
+
+    def _evict(self) -> None:
+        total = sum(c.memory_bytes for c in self._cache.values())
+        while total > self.cache_limit_bytes and len(self._cache) > 1:
+            _, dropped = self._cache.popitem(last=False)
+            total -= dropped.memory_bytes
