@@ -243,9 +243,53 @@ impl<'a> NfaBuilder<'a> {
                 }
                 self.states[from as usize].excepts.push((idx, to));
             }
+            Expr::TextExcluding(patterns) => self.build_text_excluding(patterns, from, to)?,
             Expr::TokenDispatch { cases, excludes, repeat } => {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
                 self.build(&lowered, from, to, depth + 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Any valid UTF-8 text containing none of `patterns`: the product of an
+    /// Aho–Corasick automaton over the patterns (a completed pattern is a dead
+    /// end) with a UTF-8 decoder (accepting only between characters).
+    fn build_text_excluding(&mut self, patterns: &[Vec<u8>], from: u32, to: u32) -> Result<(), EngineError> {
+        let ac = AhoCorasick::new(patterns);
+        let mut ids: FxHashMap<(u32, u8), u32> = FxHashMap::default();
+        let start = self.new_state()?;
+        self.states[from as usize].eps.push(start);
+        ids.insert((0, UTF8_START), start);
+        let mut queue = vec![(0u32, UTF8_START)];
+        while let Some((node, u)) = queue.pop() {
+            let me = ids[&(node, u)];
+            if u == UTF8_START {
+                self.states[me as usize].eps.push(to);
+            }
+            for &(lo, hi, u2) in utf8_transitions(u) {
+                // Split the byte range wherever the pattern automaton moves differently.
+                let mut b = lo as u16;
+                while b <= hi as u16 {
+                    let next = ac.next(node, b as u8);
+                    let mut e = b;
+                    while e < hi as u16 && ac.next(node, (e + 1) as u8) == next {
+                        e += 1;
+                    }
+                    if next != AhoCorasick::DEAD {
+                        let tgt = match ids.get(&(next, u2)) {
+                            Some(&t) => t,
+                            None => {
+                                let t = self.new_state()?;
+                                ids.insert((next, u2), t);
+                                queue.push((next, u2));
+                                t
+                            }
+                        };
+                        self.states[me as usize].bytes.push((b as u8, e as u8, tgt));
+                    }
+                    b = e + 1;
+                }
             }
         }
         Ok(())
@@ -283,6 +327,97 @@ impl<'a> NfaBuilder<'a> {
             }
         }
         Ok(())
+    }
+}
+
+/// UTF-8 decoder states: 0 = between characters; others = inside one.
+const UTF8_START: u8 = 0;
+
+/// `(lo, hi, next state)` byte transitions of the UTF-8 decoder (RFC 3629:
+/// no overlongs, no surrogates, nothing above U+10FFFF).
+fn utf8_transitions(u: u8) -> &'static [(u8, u8, u8)] {
+    // States: 0 start; 1 one continuation left; 2 two left; 3 three left;
+    // 4 after E0 (A0-BF); 5 after ED (80-9F); 6 after F0 (90-BF); 7 after F4 (80-8F).
+    const T: [&[(u8, u8, u8)]; 8] = [
+        &[(0x00, 0x7F, 0), (0xC2, 0xDF, 1), (0xE0, 0xE0, 4), (0xE1, 0xEC, 2), (0xED, 0xED, 5), (0xEE, 0xEF, 2), (0xF0, 0xF0, 6), (0xF1, 0xF3, 3), (0xF4, 0xF4, 7)],
+        &[(0x80, 0xBF, 0)],
+        &[(0x80, 0xBF, 1)],
+        &[(0x80, 0xBF, 2)],
+        &[(0xA0, 0xBF, 1)],
+        &[(0x80, 0x9F, 1)],
+        &[(0x90, 0xBF, 2)],
+        &[(0x80, 0x8F, 2)],
+    ];
+    T[u as usize]
+}
+
+/// A byte-level Aho–Corasick automaton whose states that complete a pattern
+/// are collapsed into [`AhoCorasick::DEAD`].
+struct AhoCorasick {
+    /// `delta[node * 256 + byte]`.
+    delta: Vec<u32>,
+}
+
+impl AhoCorasick {
+    const DEAD: u32 = u32::MAX;
+
+    fn new(patterns: &[Vec<u8>]) -> Self {
+        // Trie.
+        let mut goto: Vec<[u32; 256]> = vec![[u32::MAX; 256]];
+        let mut terminal = vec![false];
+        for p in patterns.iter().filter(|p| !p.is_empty()) {
+            let mut n = 0usize;
+            for &b in p {
+                if goto[n][b as usize] == u32::MAX {
+                    goto.push([u32::MAX; 256]);
+                    terminal.push(false);
+                    goto[n][b as usize] = goto.len() as u32 - 1;
+                }
+                n = goto[n][b as usize] as usize;
+            }
+            terminal[n] = true;
+        }
+        // Breadth-first: complete transitions through failure links.
+        let mut delta = vec![0u32; goto.len() * 256];
+        let mut fail = vec![0u32; goto.len()];
+        let mut queue = std::collections::VecDeque::new();
+        for b in 0..256 {
+            let t = goto[0][b];
+            if t == u32::MAX {
+                delta[b] = 0;
+            } else {
+                delta[b] = t;
+                fail[t as usize] = 0;
+                queue.push_back(t);
+            }
+        }
+        while let Some(n) = queue.pop_front() {
+            let n = n as usize;
+            if terminal[fail[n] as usize] {
+                terminal[n] = true;
+            }
+            for b in 0..256 {
+                let t = goto[n][b];
+                if t == u32::MAX {
+                    delta[n * 256 + b] = delta[fail[n] as usize * 256 + b];
+                } else {
+                    fail[t as usize] = delta[fail[n] as usize * 256 + b];
+                    delta[n * 256 + b] = t;
+                    queue.push_back(t);
+                }
+            }
+        }
+        for d in delta.iter_mut() {
+            if terminal[*d as usize] {
+                *d = Self::DEAD;
+            }
+        }
+        AhoCorasick { delta }
+    }
+
+    #[inline]
+    fn next(&self, node: u32, b: u8) -> u32 {
+        self.delta[node as usize * 256 + b as usize]
     }
 }
 

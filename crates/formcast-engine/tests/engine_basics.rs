@@ -150,3 +150,30 @@ fn nullable_rules_and_empty_root() {
     assert!(m.accept_token(1).unwrap());
     assert_eq!(allowed(&mut m), vec![0, 8]);
 }
+
+#[test]
+fn text_excluding_stops_before_end_tags() {
+    // root ::= "<t>" TextExcluding(["</t>", "</x>"]) "</t>"
+    let v = vocab(&["<eos>", "a", "</", "t>", "</t>", "x", "é"], &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![
+            Expr::literal("<t>"),
+            Expr::TextExcluding(vec![b"</t>".to_vec(), b"</x>".to_vec()]),
+            Expr::literal("</t>"),
+        ]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(b"<t>a</ta</").unwrap());
+    assert!(!m.accept_bytes(b"x>").unwrap()); // would contain "</x>"
+    assert!(m.accept_bytes("é</t".as_bytes()).unwrap());
+    assert!(!m.can_end());
+    assert!(m.accept_bytes(b">").unwrap());
+    assert!(m.can_end());
+    assert!(!m.accept_bytes(b"a").unwrap()); // the first "</t>" ends the text
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_bytes(b"<t>").unwrap());
+    assert!(!m.accept_bytes(b"\xff").unwrap()); // invalid UTF-8
+    assert!(!m.accept_bytes(b"\xc3</t>").unwrap()); // cut character
+}

@@ -48,6 +48,11 @@ pub enum Expr {
     /// Token-level: exactly one vocabulary token, special tokens included,
     /// that is not in the (sorted, deduplicated) list.
     AnyTokenExcept(Vec<TokenId>),
+    /// Any UTF-8 text (possibly empty) that contains none of the given byte
+    /// strings as a substring (free text that must stop before an end tag,
+    /// XML parameter values...). Compiled directly into an automaton
+    /// (Aho–Corasick states × UTF-8 decoding states).
+    TextExcluding(Vec<Vec<u8>>),
     /// Token-level dispatch: free tokens (anything but the triggers and the
     /// excluded ids) until a trigger token is generated, which commits to the
     /// body paired with it. With `repeat`, free tokens may follow the body and
