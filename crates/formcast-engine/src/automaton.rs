@@ -38,7 +38,7 @@ pub struct AutomatonLimits {
 
 impl Default for AutomatonLimits {
     fn default() -> Self {
-        AutomatonLimits { max_nfa_states: 4_000_000, max_dfa_states: 2_000_000 }
+        AutomatonLimits { max_nfa_states: 2_000_000, max_dfa_states: 1_000_000 }
     }
 }
 
@@ -483,7 +483,7 @@ fn determinize(
     let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], accepting: vec![] };
     let mut i = 0;
     while i < sets.len() {
-        if i % 256 == 0 {
+        if i % 64 == 0 {
             budget.check()?;
         }
         if dfa_states_so_far + sets.len() > max_dfa {
