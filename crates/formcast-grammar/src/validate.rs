@@ -1,10 +1,420 @@
 //! Whole-grammar checks run after a front-end built a [`Grammar`]: every
-//! reference resolves, the root exists, and the root's language is non-empty.
+//! reference resolves, the root exists, expressions are well formed and not
+//! too deep, and the root's language is non-empty.
+//!
+//! Unreachable rules are not checked for productivity: a grammar may carry
+//! helper rules it does not use.
 
-use crate::{Grammar, GrammarError};
+use crate::ir::MAX_CHAR;
+use crate::{Expr, Grammar, GrammarError, MAX_NESTING_DEPTH};
 
 /// Checks a grammar; front-ends call it before returning.
+///
+/// Errors: [`GrammarError::MissingRoot`] if the root id is out of range,
+/// [`GrammarError::Invalid`] for dangling rule ids or malformed expressions
+/// (unsorted or out-of-range character ranges, `min > max` repetitions,
+/// unsorted token lists), [`GrammarError::Limit`] for expressions nested
+/// deeper than [`MAX_NESTING_DEPTH`], and [`GrammarError::EmptyLanguage`] if
+/// the root cannot derive any finite string.
 pub fn validate(grammar: &Grammar) -> Result<(), GrammarError> {
-    let _ = grammar;
+    let n = grammar.rules.len();
+    if grammar.root as usize >= n {
+        return Err(GrammarError::MissingRoot(format!("#{}", grammar.root)));
+    }
+    for rule in &grammar.rules {
+        check_structure(&rule.name, &rule.body, n)?;
+    }
+    let productive = productive_rules(grammar);
+    if !productive[grammar.root as usize] {
+        return Err(GrammarError::EmptyLanguage(explain_empty(grammar, &productive)));
+    }
     Ok(())
+}
+
+/// Structural checks, done with an explicit stack because the depth is not
+/// known to be bounded yet.
+fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), GrammarError> {
+    let invalid = |what: String| GrammarError::Invalid(format!("rule '{name}' {what}"));
+    let mut stack = vec![(body, 1usize)];
+    while let Some((e, depth)) = stack.pop() {
+        if depth > MAX_NESTING_DEPTH {
+            return Err(GrammarError::Limit(format!(
+                "rule '{name}' is nested deeper than {MAX_NESTING_DEPTH} levels"
+            )));
+        }
+        match e {
+            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Token(_) | Expr::TextExcluding(_) => {}
+            Expr::Rule(id) => {
+                if *id as usize >= n_rules {
+                    return Err(invalid(format!(
+                        "references rule #{id}, but the grammar has only {n_rules} rules"
+                    )));
+                }
+            }
+            Expr::Chars(ranges) => {
+                let mut prev: Option<u32> = None;
+                for &(lo, hi) in ranges {
+                    if lo > hi || hi > MAX_CHAR || prev.is_some_and(|p| lo <= p) {
+                        return Err(invalid(format!(
+                            "has character ranges that are not sorted, disjoint and within U+0000..U+10FFFF: {ranges:X?}"
+                        )));
+                    }
+                    prev = Some(hi);
+                }
+            }
+            Expr::ByteSet(ranges) => {
+                if let Some((lo, hi)) = ranges.iter().find(|(lo, hi)| lo > hi) {
+                    return Err(invalid(format!("has an invalid byte range {lo:#04X}-{hi:#04X}")));
+                }
+            }
+            Expr::AnyTokenExcept(ids) => {
+                if ids.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(invalid(
+                        "has a token exclusion list that is not sorted and deduplicated".into(),
+                    ));
+                }
+            }
+            Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+            Expr::Repeat { expr, min, max } => {
+                if let Some(max) = max {
+                    if min > max {
+                        return Err(invalid(format!(
+                            "has a repetition whose minimum {min} is greater than its maximum {max}"
+                        )));
+                    }
+                }
+                stack.push((expr, depth + 1));
+            }
+            Expr::TokenDispatch { cases, excludes, .. } => {
+                if excludes.windows(2).any(|w| w[0] >= w[1]) {
+                    return Err(invalid(
+                        "has a token exclusion list that is not sorted and deduplicated".into(),
+                    ));
+                }
+                stack.extend(cases.iter().map(|(_, e)| (e, depth + 2)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `e` derives at least one finite string, given which rules do.
+/// Recursion depth is bounded by [`check_structure`].
+fn derives(e: &Expr, rule_ok: &dyn Fn(usize) -> bool) -> bool {
+    match e {
+        // TextExcluding always derives the empty text.
+        Expr::Empty | Expr::Bytes(_) | Expr::Token(_) | Expr::TextExcluding(_) => true,
+        // Whether a token exists outside the list depends on the vocabulary;
+        // dispatch always accepts the empty run of free tokens.
+        Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => true,
+        Expr::Nothing => false,
+        Expr::Chars(ranges) => ranges.iter().any(|&(lo, hi)| lo < 0xD800 || hi > 0xDFFF),
+        Expr::ByteSet(ranges) => !ranges.is_empty(),
+        Expr::Rule(id) => rule_ok(*id as usize),
+        // Plain loops: iterator adapters cost several frames per level in
+        // debug builds.
+        Expr::Seq(items) => {
+            for item in items {
+                if !derives(item, rule_ok) {
+                    return false;
+                }
+            }
+            true
+        }
+        Expr::Alt(items) => {
+            for item in items {
+                if derives(item, rule_ok) {
+                    return true;
+                }
+            }
+            false
+        }
+        Expr::Repeat { expr, min, .. } => *min == 0 || derives(expr, rule_ok),
+    }
+}
+
+/// Rule ids referenced anywhere in `e`.
+fn references(e: &Expr, out: &mut Vec<usize>) {
+    let mut stack = vec![e];
+    while let Some(e) = stack.pop() {
+        match e {
+            Expr::Rule(id) => out.push(*id as usize),
+            Expr::Seq(items) | Expr::Alt(items) => stack.extend(items),
+            Expr::Repeat { expr, .. } => stack.push(expr),
+            Expr::TokenDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
+            _ => {}
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// The rules that derive at least one finite string (least fixpoint, with a
+/// worklist so that long chains of rules stay linear).
+fn productive_rules(grammar: &Grammar) -> Vec<bool> {
+    let n = grammar.rules.len();
+    let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
+    let mut refs = Vec::new();
+    for (i, rule) in grammar.rules.iter().enumerate() {
+        refs.clear();
+        references(&rule.body, &mut refs);
+        for &r in &refs {
+            users[r].push(i);
+        }
+    }
+    let mut productive = vec![false; n];
+    let mut work: Vec<usize> = (0..n).rev().collect();
+    while let Some(r) = work.pop() {
+        if productive[r] {
+            continue;
+        }
+        let ok = derives(&grammar.rules[r].body, &|id| productive[id]);
+        if ok {
+            productive[r] = true;
+            work.extend(users[r].iter().copied().filter(|&u| !productive[u]));
+        }
+    }
+    productive
+}
+
+fn quote_list(names: &[&str]) -> String {
+    const SHOWN: usize = 8;
+    let mut s = names
+        .iter()
+        .take(SHOWN)
+        .map(|n| format!("'{n}'"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        s.push_str(&format!(" and {} more", names.len() - SHOWN));
+    }
+    s
+}
+
+/// Explains why the root derives nothing: either some rule it needs requires
+/// an empty set (a dead end), or rules it needs only ever recurse (a cycle).
+fn explain_empty(grammar: &Grammar, productive: &[bool]) -> String {
+    let root = grammar.root as usize;
+    let n = grammar.rules.len();
+    // Unproductive rules reachable from the root through unproductive rules,
+    // with the edges between them.
+    let mut in_set = vec![false; n];
+    let mut order = vec![root];
+    let mut edges: Vec<Vec<usize>> = vec![Vec::new(); n];
+    in_set[root] = true;
+    let mut i = 0;
+    while i < order.len() {
+        let r = order[i];
+        i += 1;
+        let mut refs = Vec::new();
+        references(&grammar.rules[r].body, &mut refs);
+        for t in refs.into_iter().filter(|&t| !productive[t]) {
+            edges[r].push(t);
+            if !in_set[t] {
+                in_set[t] = true;
+                order.push(t);
+            }
+        }
+    }
+    let name = |r: usize| grammar.rules[r].name.as_str();
+    let root_note = |culprits: &[usize], pronoun: &str| {
+        if culprits.contains(&root) {
+            String::new()
+        } else {
+            format!("; rule '{}' cannot match without {pronoun}", name(root))
+        }
+    };
+
+    let dead: Vec<usize> = order
+        .iter()
+        .copied()
+        .filter(|&r| !derives(&grammar.rules[r].body, &|_| true))
+        .collect();
+    if !dead.is_empty() {
+        let names: Vec<&str> = dead.iter().map(|&r| name(r)).collect();
+        return if dead.len() == 1 {
+            format!(
+                "rule '{}' can never match anything (it requires an empty character class or an empty alternation){}",
+                names[0],
+                root_note(&dead, "it")
+            )
+        } else {
+            format!(
+                "rules {} can never match anything (each requires an empty character class or an empty alternation){}",
+                quote_list(&names),
+                root_note(&dead, "them")
+            )
+        };
+    }
+
+    // No dead end, so every rule in the set needs another one of the set:
+    // strip the rules that no cycle leads back to (in-degree zero) to keep
+    // the ones that actually loop.
+    let mut indegree = vec![0usize; n];
+    for &r in &order {
+        for &t in &edges[r] {
+            indegree[t] += 1;
+        }
+    }
+    let mut alive = in_set.clone();
+    let mut queue: Vec<usize> = order.iter().copied().filter(|&r| indegree[r] == 0).collect();
+    while let Some(r) = queue.pop() {
+        alive[r] = false;
+        for &t in &edges[r] {
+            indegree[t] -= 1;
+            if indegree[t] == 0 {
+                queue.push(t);
+            }
+        }
+    }
+    let cycle: Vec<usize> = order.iter().copied().filter(|&r| alive[r]).collect();
+    match cycle.len() {
+        0 => format!("rule '{}' cannot derive any finite string", name(root)),
+        1 => format!(
+            "rule '{0}' can never finish (every alternative needs '{0}' again){1}",
+            name(cycle[0]),
+            root_note(&cycle, "it")
+        ),
+        _ => {
+            let names: Vec<&str> = cycle.iter().map(|&r| name(r)).collect();
+            format!(
+                "rules {} can never finish (every alternative of each needs one of them again){}",
+                quote_list(&names),
+                root_note(&cycle, "them")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Rule;
+
+    fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
+        Grammar {
+            rules: rules
+                .into_iter()
+                .map(|(n, body)| Rule { name: n.into(), body })
+                .collect(),
+            root: 0,
+        }
+    }
+
+    fn empty_msg(g: &Grammar) -> String {
+        match validate(g) {
+            Err(GrammarError::EmptyLanguage(m)) => m,
+            other => panic!("expected EmptyLanguage, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_productive_recursion() {
+        // a ::= "x" a | "y"
+        let g = grammar(vec![
+            ("root", Expr::Rule(1)),
+            (
+                "a",
+                Expr::Alt(vec![
+                    Expr::Seq(vec![Expr::literal("x"), Expr::Rule(1)]),
+                    Expr::literal("y"),
+                ]),
+            ),
+        ]);
+        assert_eq!(validate(&g), Ok(()));
+    }
+
+    #[test]
+    fn self_loop_is_named() {
+        let g = grammar(vec![
+            ("root", Expr::Rule(1)),
+            ("a", Expr::Seq(vec![Expr::literal("x"), Expr::Rule(1)])),
+        ]);
+        assert_eq!(
+            empty_msg(&g),
+            "rule 'a' can never finish (every alternative needs 'a' again); rule 'root' cannot match without it"
+        );
+    }
+
+    #[test]
+    fn longer_cycle_is_named() {
+        let g = grammar(vec![
+            ("root", Expr::Seq(vec![Expr::literal("<"), Expr::Rule(1)])),
+            ("a", Expr::Rule(2)),
+            (
+                "b",
+                Expr::Alt(vec![Expr::Rule(1), Expr::Seq(vec![Expr::literal("b"), Expr::Rule(2)])]),
+            ),
+            ("unused", Expr::Nothing),
+        ]);
+        let msg = empty_msg(&g);
+        assert!(msg.starts_with("rules 'a', 'b' can never finish"), "{msg}");
+    }
+
+    #[test]
+    fn dead_end_is_named() {
+        let g = grammar(vec![("root", Expr::Seq(vec![Expr::literal("x"), Expr::Chars(vec![])]))]);
+        assert_eq!(
+            empty_msg(&g),
+            "rule 'root' can never match anything (it requires an empty character class or an empty alternation)"
+        );
+        let g = grammar(vec![("root", Expr::Alt(vec![]))]);
+        assert!(empty_msg(&g).starts_with("rule 'root' can never match anything"));
+        // Surrogates alone match nothing.
+        let g = grammar(vec![("root", Expr::Chars(vec![(0xD800, 0xDFFF)]))]);
+        assert!(empty_msg(&g).starts_with("rule 'root' can never match anything"));
+    }
+
+    #[test]
+    fn unreachable_unproductive_rules_are_ignored() {
+        let g = grammar(vec![("root", Expr::literal("ok")), ("dead", Expr::Nothing)]);
+        assert_eq!(validate(&g), Ok(()));
+        // Reachable but optional is fine too.
+        let g = grammar(vec![("root", Expr::optional(Expr::Rule(1))), ("dead", Expr::Rule(1))]);
+        assert_eq!(validate(&g), Ok(()));
+    }
+
+    #[test]
+    fn long_chain_is_linear() {
+        // rule i ::= rule i+1, last ::= "x": the worklist handles 100k rules.
+        let n = 100_000u32;
+        let mut rules: Vec<(String, Expr)> = (0..n - 1).map(|i| (format!("r{i}"), Expr::Rule(i + 1))).collect();
+        rules.push(("last".into(), Expr::literal("x")));
+        let g = Grammar {
+            rules: rules.into_iter().map(|(name, body)| Rule { name, body }).collect(),
+            root: 0,
+        };
+        assert_eq!(validate(&g), Ok(()));
+    }
+
+    #[test]
+    fn structural_errors() {
+        let g = grammar(vec![("root", Expr::Rule(7))]);
+        assert!(matches!(validate(&g), Err(GrammarError::Invalid(m)) if m.contains("references rule #7")));
+        let g = Grammar { rules: vec![], root: 0 };
+        assert_eq!(validate(&g), Err(GrammarError::MissingRoot("#0".into())));
+        let g = grammar(vec![(
+            "root",
+            Expr::Repeat {
+                expr: Box::new(Expr::literal("a")),
+                min: 3,
+                max: Some(2),
+            },
+        )]);
+        assert!(matches!(validate(&g), Err(GrammarError::Invalid(m)) if m.contains("minimum 3")));
+        let g = grammar(vec![("root", Expr::Chars(vec![(5, 9), (1, 2)]))]);
+        assert!(matches!(validate(&g), Err(GrammarError::Invalid(_))));
+        let g = grammar(vec![("root", Expr::AnyTokenExcept(vec![3, 3]))]);
+        assert!(matches!(validate(&g), Err(GrammarError::Invalid(_))));
+    }
+
+    #[test]
+    fn too_deep_is_a_limit_error() {
+        let mut e = Expr::literal("x");
+        for _ in 0..MAX_NESTING_DEPTH + 5 {
+            e = Expr::Seq(vec![Expr::literal("a"), e]);
+        }
+        let g = grammar(vec![("root", e)]);
+        assert!(matches!(validate(&g), Err(GrammarError::Limit(_))));
+    }
 }
