@@ -447,7 +447,10 @@ struct RuleDfa {
     accepting: Vec<bool>,
 }
 
-fn eps_closure(nfa: &[NState], set: &mut Vec<u32>, mark: &mut [u32], stamp: u32) {
+/// Closes `set` under ε-edges, then keeps only the states that matter for
+/// behaviour (those with input edges, and the accepting state): sets that
+/// differ only in pass-through states become the same DFA state.
+fn eps_closure(nfa: &[NState], accept: u32, set: &mut Vec<u32>, mark: &mut [u32], stamp: u32) {
     let mut stack: Vec<u32> = set.clone();
     for &s in set.iter() {
         mark[s as usize] = stamp;
@@ -461,6 +464,10 @@ fn eps_closure(nfa: &[NState], set: &mut Vec<u32>, mark: &mut [u32], stamp: u32)
             }
         }
     }
+    set.retain(|&s| {
+        let n = &nfa[s as usize];
+        s == accept || !n.bytes.is_empty() || !n.calls.is_empty() || !n.tokens.is_empty() || !n.excepts.is_empty()
+    });
     set.sort_unstable();
 }
 
@@ -477,7 +484,7 @@ fn determinize(
     let mut index: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
     let mut sets: Vec<Vec<u32>> = Vec::new();
     let mut init = vec![start];
-    eps_closure(nfa, &mut init, &mut mark, stamp);
+    eps_closure(nfa, accept, &mut init, &mut mark, stamp);
     index.insert(init.clone(), 0);
     sets.push(init);
     let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], accepting: vec![] };
@@ -505,7 +512,7 @@ fn determinize(
         let mut byte_trans = Vec::new();
         let mut intern = |mut tgt: Vec<u32>, sets: &mut Vec<Vec<u32>>, index: &mut FxHashMap<Vec<u32>, u32>, stamp: &mut u32| -> u32 {
             *stamp += 1;
-            eps_closure(nfa, &mut tgt, &mut mark, *stamp);
+            eps_closure(nfa, accept, &mut tgt, &mut mark, *stamp);
             match index.entry(tgt) {
                 Entry::Occupied(o) => *o.get(),
                 Entry::Vacant(v) => {

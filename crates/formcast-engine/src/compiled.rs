@@ -48,6 +48,17 @@ pub struct Partition {
     pub frontier: Vec<(u32, StateId)>,
 }
 
+/// The bytes on which state `s` stays in `s`.
+fn self_loop_bytes(a: &Automaton, s: StateId) -> [u64; 4] {
+    let mut out = [0u64; 4];
+    for b in 0..256usize {
+        if a.next(s, b as u8) == s {
+            out[b / 64] |= 1 << (b % 64);
+        }
+    }
+    out
+}
+
 pub(crate) struct MaskCache {
     map: FxHashMap<u128, Arc<StoredMask>>,
     bytes: usize,
@@ -120,6 +131,7 @@ impl CompiledGrammar {
         let nodes = &v.nodes;
         let mut accept: Vec<u32> = Vec::new();
         let mut frontier = Vec::new();
+        let mut loops: FxHashMap<StateId, [u64; 4]> = FxHashMap::default();
         // (subtree end, state) per depth.
         let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
         let mut i = 1usize;
@@ -137,6 +149,15 @@ impl CompiledGrammar {
             }
             if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
                 frontier.push((i as u32, t));
+                i = node.end as usize;
+                continue;
+            }
+            // Every byte below loops on `t` (inside a string, say): the whole
+            // subtree is accepted without visiting it.
+            let lp = *loops.entry(t).or_insert_with(|| self_loop_bytes(a, t));
+            let below = v.below[i];
+            if (0..4).all(|k| below[k] & !lp[k] == 0) {
+                accept.extend_from_slice(v.subtree_tokens(i));
                 i = node.end as usize;
                 continue;
             }

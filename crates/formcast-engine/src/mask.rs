@@ -94,6 +94,8 @@ pub struct MaskWalker {
     buf: Vec<Item>,
     seeds: Vec<Item>,
     next: Vec<Item>,
+    /// Closures of frontier states for the item being processed.
+    memo: Vec<(crate::automaton::StateId, Vec<Item>)>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -136,21 +138,35 @@ impl MaskWalker {
             }
             let part = g.partition(it.state);
             part.accept.or_into(&mut bits.words);
+            // Many frontier nodes reach the same state (every token with a
+            // closing quote, say): close each state once per item.
+            let mark = arena.mark();
+            self.memo.clear();
             for &(node, t) in &part.frontier {
-                let mark = arena.mark();
-                self.seeds.clear();
-                self.seeds.push(Item { state: t, cont: it.cont });
-                let mut items = std::mem::take(&mut self.next);
-                closure(a, arena, &self.seeds, &mut items, sc)?;
                 for &tok in v.tokens_at(node as usize) {
                     bits.set(tok as usize);
                 }
-                if !items.is_empty() && v.nodes[node as usize].end > node + 1 {
+                if v.nodes[node as usize].end <= node + 1 {
+                    continue;
+                }
+                let slot = match self.memo.iter().position(|(s, _)| *s == t) {
+                    Some(k) => k,
+                    None => {
+                        self.seeds.clear();
+                        self.seeds.push(Item { state: t, cont: it.cont });
+                        let mut items = Vec::new();
+                        closure(a, arena, &self.seeds, &mut items, sc)?;
+                        self.memo.push((t, items));
+                        self.memo.len() - 1
+                    }
+                };
+                let items = std::mem::take(&mut self.memo[slot].1);
+                if !items.is_empty() {
                     self.walk_subtree(g, arena, sc, node as usize, &items, bits)?;
                 }
-                self.next = items;
-                arena.truncate(mark);
+                self.memo[slot].1 = items;
             }
+            arena.truncate(mark);
         }
         if set.can_end {
             bits.or_with(&v.stop_bits.words);

@@ -41,6 +41,14 @@ pub struct VocabIndex {
     pub node_tokens: Vec<u32>,
     /// The longest token, in bytes.
     pub max_token_len: usize,
+    /// Per node: the bytes that appear anywhere strictly below it (256-bit
+    /// set). Lets a walk accept a whole subtree at once when every byte in it
+    /// keeps the automaton in the same state.
+    pub below: Vec<[u64; 4]>,
+    /// Per node (plus one past the end): index into `node_tokens` where the
+    /// node's subtree starts; a subtree's tokens are
+    /// `node_tokens[tok_base[i]..tok_base[nodes[i].end]]`.
+    pub tok_base: Vec<u32>,
 }
 
 impl VocabIndex {
@@ -69,6 +77,8 @@ impl VocabIndex {
         order.sort_unstable_by(|&a, &b| vocab.tokens[a as usize].cmp(&vocab.tokens[b as usize]).then(a.cmp(&b)));
 
         let mut nodes: Vec<Node> = vec![Node { end: 0, tok_start: 0, tok_len: 0, byte: 0 }];
+        let mut parent: Vec<u32> = vec![0];
+        let mut tok_base: Vec<u32> = vec![0];
         let mut node_tokens: Vec<u32> = Vec::with_capacity(order.len());
         // path[d] = node index at depth d+1 of the current branch.
         let mut path: Vec<u32> = Vec::new();
@@ -83,6 +93,8 @@ impl VocabIndex {
                 nodes[n as usize].end = nodes.len() as u32;
             }
             for &b in &bytes[common..] {
+                parent.push(path.last().copied().unwrap_or(0));
+                tok_base.push(node_tokens.len() as u32);
                 nodes.push(Node { end: 0, tok_start: 0, tok_len: 0, byte: b });
                 path.push(nodes.len() as u32 - 1);
             }
@@ -99,6 +111,18 @@ impl VocabIndex {
             nodes[n as usize].end = total;
         }
         nodes[0].end = total;
+        tok_base.push(node_tokens.len() as u32);
+        // Children come after their parent in DFS order: fold bottom-up.
+        let mut below = vec![[0u64; 4]; nodes.len()];
+        for i in (1..nodes.len()).rev() {
+            let mut mine = below[i];
+            let b = nodes[i].byte;
+            mine[b as usize / 64] |= 1 << (b % 64);
+            let p = &mut below[parent[i] as usize];
+            for k in 0..4 {
+                p[k] |= mine[k];
+            }
+        }
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -109,6 +133,8 @@ impl VocabIndex {
             nodes,
             node_tokens,
             max_token_len,
+            below,
+            tok_base,
         })
     }
 
@@ -117,6 +143,12 @@ impl VocabIndex {
     pub fn tokens_at(&self, i: usize) -> &[u32] {
         let n = &self.nodes[i];
         &self.node_tokens[n.tok_start as usize..n.tok_start as usize + n.tok_len as usize]
+    }
+
+    /// All tokens in the subtree of node `i` (itself included).
+    #[inline]
+    pub fn subtree_tokens(&self, i: usize) -> &[u32] {
+        &self.node_tokens[self.tok_base[i] as usize..self.tok_base[self.nodes[i].end as usize] as usize]
     }
 
     /// Number of bitmask words needed for the logits.
@@ -157,5 +189,10 @@ mod tests {
         assert_eq!(idx.tokens_at(2), &[0, 4]);
         assert_eq!(idx.tokens_at(3), &[3]);
         assert_eq!(idx.tokens_at(4), &[2]);
+        assert_eq!(idx.subtree_tokens(1), &[1, 0, 4, 3]);
+        assert_eq!(idx.subtree_tokens(3), &[3]);
+        let bit = |set: [u64; 4], b: u8| set[b as usize / 64] >> (b % 64) & 1 == 1;
+        assert!(bit(idx.below[1], b'b') && bit(idx.below[1], b'c') && !bit(idx.below[1], b'a'));
+        assert_eq!(idx.below[3], [0; 4]);
     }
 }
