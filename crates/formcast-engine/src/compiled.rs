@@ -177,6 +177,9 @@ impl CompiledGrammar {
     pub(crate) fn store_mask(&self, key: u128, mask: Arc<StoredMask>) {
         if let Ok(mut c) = self.mask_cache.lock() {
             let size = mask.heap_bytes() + 64;
+            if size > c.limit {
+                return;
+            }
             if c.bytes + size > c.limit {
                 // Simple and predictable: start over when the budget is full.
                 c.map.clear();

@@ -6,7 +6,9 @@
 //!             ∪ stop tokens, when the start rule can finish.
 //! Items are independent alternatives, so the union over items is exact.
 
-use crate::automaton::flags;
+use rustc_hash::FxHashMap;
+
+use crate::automaton::{flags, Automaton};
 use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
@@ -88,24 +90,115 @@ impl StoredMask {
 }
 
 /// Buffers reused from one mask computation to the next.
+///
+/// During one computation, the parser states met while walking the trie are
+/// interned and their byte transitions memoized: a lazily built DFA whose
+/// states are item sets. Walking a trie node is then one table lookup, and
+/// the full closure runs once per distinct (set, byte) — the same idea as a
+/// lexer DFA, built on demand for exactly the contexts in use.
 #[derive(Default, Debug)]
 pub struct MaskWalker {
-    frames: Vec<Frame>,
-    buf: Vec<Item>,
+    /// Interned sets: `(start, len)` into `set_items`.
+    sets: Vec<(u32, u32)>,
+    set_items: Vec<Item>,
+    /// `trans[set * 256 + byte]`: target set, [`UNKNOWN`] or [`DEAD`].
+    trans: Vec<u32>,
+    /// Sorted seed items → the set their closure produced.
+    by_seeds: FxHashMap<Vec<Item>, u32>,
+    /// Per set: which bytes were checked for leading back to the same set,
+    /// and which do.
+    loops: Vec<([u64; 4], [u64; 4])>,
+    frames: Vec<(u32, u32)>,
     seeds: Vec<Item>,
-    next: Vec<Item>,
-    /// Closures of frontier states for the item being processed.
-    memo: Vec<(crate::automaton::StateId, Vec<Item>)>,
+    closed: Vec<Item>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct Frame {
-    end: u32,
-    start: u32,
-    len: u32,
-}
+/// Subtrees at least this large are checked for being entirely inside a
+/// self-loop of their set (then all their tokens are accepted at once).
+const LOOP_CHECK_MIN_NODES: usize = 4;
+
+const UNKNOWN: u32 = u32::MAX - 1;
+const DEAD: u32 = u32::MAX;
+/// The interned empty set: the bytes so far are valid but nothing can follow.
+const EMPTY: u32 = 0;
 
 impl MaskWalker {
+    fn reset(&mut self) {
+        self.sets.clear();
+        self.set_items.clear();
+        self.trans.clear();
+        self.by_seeds.clear();
+        self.loops.clear();
+        self.loops.push(([u64::MAX; 4], [0; 4]));
+        self.sets.push((0, 0));
+        self.trans.resize(256, DEAD);
+    }
+
+    /// The set reached by closing `self.seeds` (sorted, deduplicated first).
+    fn intern_closure(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch) -> Result<u32, EngineError> {
+        if self.seeds.len() > 1 {
+            self.seeds.sort_unstable();
+            self.seeds.dedup();
+        }
+        if let Some(&id) = self.by_seeds.get(&self.seeds) {
+            return Ok(id);
+        }
+        closure(a, arena, &self.seeds, &mut self.closed, sc)?;
+        let id = if self.closed.is_empty() {
+            EMPTY
+        } else {
+            let id = self.sets.len() as u32;
+            self.sets.push((self.set_items.len() as u32, self.closed.len() as u32));
+            self.set_items.extend_from_slice(&self.closed);
+            self.trans.resize(self.trans.len() + 256, UNKNOWN);
+            self.loops.push(([0; 4], [0; 4]));
+            id
+        };
+        self.by_seeds.insert(self.seeds.clone(), id);
+        Ok(id)
+    }
+
+    #[inline]
+    fn step(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32, b: u8) -> Result<u32, EngineError> {
+        let k = set as usize * 256 + b as usize;
+        let t = self.trans[k];
+        if t != UNKNOWN {
+            return Ok(t);
+        }
+        let (start, len) = self.sets[set as usize];
+        scan_byte(a, &self.set_items[start as usize..(start + len) as usize], b, &mut self.seeds);
+        let t = if self.seeds.is_empty() { DEAD } else { self.intern_closure(a, arena, sc)? };
+        self.trans[k] = t;
+        Ok(t)
+    }
+
+    /// Whether every byte of `bytes` steps `set` back to `set` (results
+    /// are remembered per set and byte, and the check stops at the first
+    /// byte that leaves).
+    fn loops_on(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32, bytes: [u64; 4]) -> Result<bool, EngineError> {
+        for k in 0..4 {
+            let (known, yes) = self.loops[set as usize];
+            if bytes[k] & known[k] & !yes[k] != 0 {
+                return Ok(false);
+            }
+            let mut todo = bytes[k] & !known[k];
+            while todo != 0 {
+                let bit = todo.trailing_zeros();
+                todo &= todo - 1;
+                let b = (k as u32 * 64 + bit) as u8;
+                let same = self.step(a, arena, sc, set, b)? == set;
+                let entry = &mut self.loops[set as usize];
+                entry.0[k] |= 1 << bit;
+                if same {
+                    entry.1[k] |= 1 << bit;
+                } else {
+                    return Ok(false);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     /// Computes the mask of `set` into `bits` (which must be cleared).
     pub fn compute(
         &mut self,
@@ -117,6 +210,8 @@ impl MaskWalker {
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
         let v = &*g.vocab;
+        let mark = arena.mark();
+        self.reset();
         for it in &set.items {
             let f = a.flags[it.state as usize];
             if f & flags::TOKENS != 0 {
@@ -138,10 +233,6 @@ impl MaskWalker {
             }
             let part = g.partition(it.state);
             part.accept.or_into(&mut bits.words);
-            // Many frontier nodes reach the same state (every token with a
-            // closing quote, say): close each state once per item.
-            let mark = arena.mark();
-            self.memo.clear();
             for &(node, t) in &part.frontier {
                 for &tok in v.tokens_at(node as usize) {
                     bits.set(tok as usize);
@@ -149,40 +240,30 @@ impl MaskWalker {
                 if v.nodes[node as usize].end <= node + 1 {
                     continue;
                 }
-                let slot = match self.memo.iter().position(|(s, _)| *s == t) {
-                    Some(k) => k,
-                    None => {
-                        self.seeds.clear();
-                        self.seeds.push(Item { state: t, cont: it.cont });
-                        let mut items = Vec::new();
-                        closure(a, arena, &self.seeds, &mut items, sc)?;
-                        self.memo.push((t, items));
-                        self.memo.len() - 1
-                    }
-                };
-                let items = std::mem::take(&mut self.memo[slot].1);
-                if !items.is_empty() {
-                    self.walk_subtree(g, arena, sc, node as usize, &items, bits)?;
+                self.seeds.clear();
+                self.seeds.push(Item { state: t, cont: it.cont });
+                let start = self.intern_closure(a, arena, sc)?;
+                if start != EMPTY {
+                    self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
                 }
-                self.memo[slot].1 = items;
             }
-            arena.truncate(mark);
         }
+        arena.truncate(mark);
         if set.can_end {
             bits.or_with(&v.stop_bits.words);
         }
         Ok(())
     }
 
-    /// Marks every token in the subtree below `root` (exclusive) that the
-    /// items `root_items` (the state after `root`'s bytes) accept.
+    /// Marks every token in the subtree below `root` (exclusive) accepted
+    /// from the interned set `root_set` (the state after `root`'s bytes).
     fn walk_subtree(
         &mut self,
         g: &CompiledGrammar,
         arena: &mut Arena,
         sc: &mut Scratch,
         root: usize,
-        root_items: &[Item],
+        root_set: u32,
         bits: &mut Bitset,
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
@@ -190,49 +271,40 @@ impl MaskWalker {
         let nodes = &v.nodes;
         let end = nodes[root].end;
         self.frames.clear();
-        self.buf.clear();
-        self.buf.extend_from_slice(root_items);
-        self.frames.push(Frame { end, start: 0, len: root_items.len() as u32 });
-        let mut marks = vec![arena.mark()];
+        self.frames.push((end, root_set));
         let mut i = root + 1;
         while (i as u32) < end {
-            while i as u32 >= self.frames.last().unwrap().end {
-                let f = self.frames.pop().unwrap();
-                self.buf.truncate(f.start as usize);
-                arena.truncate(marks.pop().unwrap());
+            while i as u32 >= self.frames.last().unwrap().0 {
+                self.frames.pop();
             }
-            let f = *self.frames.last().unwrap();
+            let parent = self.frames.last().unwrap().1;
             let node = nodes[i];
-            scan_byte(a, &self.buf[f.start as usize..(f.start + f.len) as usize], node.byte, &mut self.seeds);
-            if self.seeds.is_empty() {
+            let t = self.step(a, arena, sc, parent, node.byte)?;
+            if t == DEAD {
                 i = node.end as usize;
                 continue;
+            }
+            if t != EMPTY && node.end as usize - i >= LOOP_CHECK_MIN_NODES {
+                if self.loops_on(a, arena, sc, t, v.below[i])? {
+                    for &tok in v.subtree_tokens(i) {
+                        bits.set(tok as usize);
+                    }
+                    i = node.end as usize;
+                    continue;
+                }
             }
             for &tok in v.tokens_at(i) {
                 bits.set(tok as usize);
             }
+            if t == EMPTY {
+                i = node.end as usize;
+                continue;
+            }
             if node.end as usize > i + 1 {
-                let mark = arena.mark();
-                closure(a, arena, &self.seeds, &mut self.next, sc)?;
-                if self.next.is_empty() {
-                    arena.truncate(mark);
-                    i = node.end as usize;
-                    continue;
-                }
-                let start = self.buf.len() as u32;
-                self.buf.extend_from_slice(&self.next);
-                self.frames.push(Frame { end: node.end, start, len: self.next.len() as u32 });
-                marks.push(mark);
+                self.frames.push((node.end, t));
             }
             i += 1;
         }
-        while let Some(m) = marks.pop() {
-            if marks.is_empty() {
-                arena.truncate(m);
-            }
-        }
-        self.frames.clear();
-        self.buf.clear();
         Ok(())
     }
 }

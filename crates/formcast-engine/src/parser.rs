@@ -129,7 +129,6 @@ pub struct Scratch {
     pred_rules: Vec<RuleId>,
     waiters: Vec<Vec<(StateId, u32)>>,
     result: Vec<(StateId, u32)>,
-    seeds: Vec<Item>,
 }
 
 /// Largest item set a single closure may produce; beyond it the grammar is
@@ -220,16 +219,21 @@ pub fn closure(
     }
     // Allocate the continuations of the predicted rules.
     if !sc.pred_rules.is_empty() {
-        sc.seeds.clear();
-        sc.seeds.extend_from_slice(seeds);
-        let seed_hash = canonicalize(arena, &mut sc.seeds, false);
+        // Order-independent, so no sorting: equal seed sets hash equally.
+        // (Duplicates of one future under two ids only cost a cache miss.)
+        let mut seed_hash: u128 = 0x9e37_79b9_7f4a_7c15_f39c_c060_5ced_c834;
+        for it in seeds {
+            seed_hash = seed_hash.wrapping_add(mix_item(0x1234_5678, it.state, arena.hash(it.cont)));
+        }
         let base = arena.nodes.len() as u32;
         let resolve = |c: u32| if c & PRED_BIT != 0 { base + (c & !PRED_BIT) } else { c };
         for (i, &r) in sc.pred_rules.iter().enumerate() {
             let start = arena.items.len() as u32;
             let ws = &mut sc.waiters[i];
-            ws.sort_unstable();
-            ws.dedup();
+            if ws.len() > 1 {
+                ws.sort_unstable();
+                ws.dedup();
+            }
             arena.items.extend(ws.iter().map(|&(s, c)| Item { state: s, cont: resolve(c) }));
             let hash = mix(mix(seed_hash, r as u64), 0x7072_6564);
             arena.nodes.push(ContNode { start, len: ws.len() as u32, hash });

@@ -1,0 +1,57 @@
+"""xgrammar 0.2.8: EBNF/JSON-Schema grammars, precomputed adaptive mask cache.
+
+TokenizerInfo is built from the raw token bytes (VocabType.RAW: tiktoken
+tokens are raw bytes, no byte-level remapping). The 256 special tokens are
+given as empty strings, which is how xgrammar marks ids that are not text;
+giving their names ("<|eot_id|>") would make xgrammar treat them as literal
+text that, e.g., a JSON string may contain.
+"""
+
+import xgrammar as xgr
+
+import llama3_vocab
+
+
+class Engine:
+    name = "xgrammar"
+
+    def __init__(self, tokenizer_path):
+        ranks = llama3_vocab.load_ranks(tokenizer_path)
+        vocab = ranks + [b""] * llama3_vocab.N_SPECIAL
+        self.info = xgr.TokenizerInfo(
+            vocab,
+            xgr.VocabType.RAW,
+            vocab_size=len(vocab),
+            stop_token_ids=llama3_vocab.STOP_IDS,
+        )
+        self.vocab_size = self.info.vocab_size
+        # One thread like every other engine; no cache so each compile is real.
+        self.compiler = xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
+
+    def unsupported(self, workload):
+        return None
+
+    def compile(self, workload):
+        kind = workload["kind"]
+        if kind == "generic_json":
+            return self.compiler.compile_builtin_json_grammar()
+        if kind == "schema":
+            # Library defaults (any_whitespace=True, strict_mode=True).
+            return self.compiler.compile_json_schema(workload["schema_text"])
+        return self.compiler.compile_grammar(workload["gbnf"], root_rule_name="root")
+
+    def new_matcher(self, compiled, previous=None):
+        return xgr.GrammarMatcher(compiled)
+
+    def new_bitmask(self):
+        mask = xgr.allocate_token_bitmask(1, self.vocab_size)  # torch int32, CPU
+        return mask, mask.numpy()[0]  # numpy view shares the memory
+
+    def fill(self, matcher, mask):
+        matcher.fill_next_token_bitmask(mask, 0)
+
+    def accept(self, matcher, token_id):
+        return matcher.accept_token(token_id)
+
+    def error(self, matcher):
+        return None
