@@ -32,8 +32,19 @@ from .compiler import CancelToken, CompiledGrammar, GrammarCompiler
 from .grammar import Grammar
 from .tokenizer import TokenizerInfo
 
+
+def __getattr__(name: str):
+    # Subpackages that do not need the engine load on first use.
+    if name == "repair":
+        import importlib
+
+        return importlib.import_module(".repair", __name__)
+    raise AttributeError(f"module 'formcast' has no attribute {name!r}")
+
+
 __all__ = [
     "__version__",
+    "repair",
     "TokenizerInfo",
     "Grammar",
     "GrammarCompiler",
