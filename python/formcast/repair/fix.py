@@ -333,11 +333,24 @@ class _Reader:
         raise self.fail(f"unexpected {c!r} where a value should start")
 
     def obj(self) -> None:
+        self._container(
+            "{", "}", "]", self._member,
+            lambda: self._peek_key_after(self.i) or self.s[self.i] in _QUOTES,
+            "members", "object member",
+        )
+
+    def arr(self) -> None:
+        self._container("[", "]", "}", self._element, lambda: self._value_starts(self.i), "elements", "array element")
+
+    def _container(self, opener, closer, other, member, next_starts, plural, singular) -> None:
+        """The loop shared by objects and arrays: brackets, commas and the
+        recoveries around them; ``member(mark)`` emits one member (False when
+        the input ended inside it, after cleaning up)."""
         s = self.s
         out = self.out
         self.i += 1
-        out.append("{")
-        self.stack.append("}")
+        out.append(opener)
+        self.stack.append(closer)
         count = 0
         while True:
             self.skip()
@@ -345,12 +358,12 @@ class _Reader:
                 self.hit_eof()
                 break
             c = s[self.i]
-            if c == "}":
+            if c == closer:
                 self.i += 1
                 break
-            if c == "]":
-                if "]" in self.stack:
-                    self.note("mismatched_bracket", self.i, "missing '}' inserted before ']'")
+            if c == other:
+                if other in self.stack:
+                    self.note("mismatched_bracket", self.i, f"missing '{closer}' inserted before '{other}'")
                     break
                 self.note("extra_closer", self.i, "unmatched closing bracket removed")
                 self.i += 1
@@ -362,39 +375,7 @@ class _Reader:
             mark = len(out)
             if count:
                 out.append(",")
-            member_at = self.i
-            if not self.key():
-                del out[mark:]
-                self.guess("truncated", member_at, "dropped a key cut off at end of input")
-                self.hit_eof()
-                break
-            self.skip()
-            if self.i >= self.n:
-                del out[mark:]
-                self.guess("truncated", member_at, "dropped a key with no value at end of input")
-                self.hit_eof()
-                break
-            if s[self.i] == ":":
-                self.i += 1
-            elif s[self.i] == "=":
-                self.note("missing_colon", self.i, "'=' between key and value read as ':'")
-                self.i += 1
-            elif self._value_starts(self.i):
-                self.note("missing_colon", self.i, "colon inserted between key and value")
-            else:
-                raise self.fail("expected ':' after object key")
-            out.append(":")
-            self.skip()
-            if self.i >= self.n:
-                del out[mark:]
-                self.guess("truncated", member_at, "dropped a key with no value at end of input")
-                self.hit_eof()
-                break
-            if s[self.i] in ",}":
-                raise self.fail("object member has no value")
-            if not self.value("object"):
-                del out[mark:]
-                self.hit_eof()
+            if not member(mark):
                 break
             count += 1
             self.skip()
@@ -414,71 +395,60 @@ class _Reader:
                 continue
             if c in "}]":
                 continue
-            if self._peek_key_after(self.i) or s[self.i] in _QUOTES:
-                self.note("missing_comma", self.i, "comma inserted between members")
+            if next_starts():
+                self.note("missing_comma", self.i, f"comma inserted between {plural}")
                 continue
-            raise self.fail(f"unexpected {c!r} after object member")
+            raise self.fail(f"unexpected {c!r} after {singular}")
         self.stack.pop()
-        out.append("}")
+        out.append(closer)
 
-    def arr(self) -> None:
+    def _member(self, mark: int) -> bool:
+        """One ``key: value`` pair; False when the input ended inside it."""
         s = self.s
         out = self.out
-        self.i += 1
-        out.append("[")
-        self.stack.append("]")
-        count = 0
-        while True:
-            self.skip()
-            if self.i >= self.n:
-                self.hit_eof()
-                break
-            c = s[self.i]
-            if c == "]":
-                self.i += 1
-                break
-            if c == "}":
-                if "}" in self.stack:
-                    self.note("mismatched_bracket", self.i, "missing ']' inserted before '}'")
-                    break
-                self.note("extra_closer", self.i, "unmatched closing bracket removed")
-                self.i += 1
-                continue
-            if c == ",":
-                self.note("extra_comma", self.i, "leading or doubled comma removed")
-                self.i += 1
-                continue
-            mark = len(out)
-            if count:
-                out.append(",")
-            if not self.value("array"):
-                del out[mark:]
-                self.hit_eof()
-                break
-            count += 1
-            self.skip()
-            if self.i >= self.n:
-                self.hit_eof()
-                break
-            c = s[self.i]
-            if c == ",":
-                comma = self.i
-                self.i += 1
-                self.skip()
-                if self.i >= self.n:
-                    self.hit_eof()
-                    break
-                if s[self.i] in "]}":
-                    self.note("trailing_comma", comma, "trailing comma removed")
-                continue
-            if c in "]}":
-                continue
-            if self._value_starts(self.i):
-                self.note("missing_comma", self.i, "comma inserted between elements")
-                continue
-            raise self.fail(f"unexpected {c!r} after array element")
-        self.stack.pop()
-        out.append("]")
+        member_at = self.i
+        if not self.key():
+            del out[mark:]
+            self.guess("truncated", member_at, "dropped a key cut off at end of input")
+            self.hit_eof()
+            return False
+        self.skip()
+        if self.i >= self.n:
+            del out[mark:]
+            self.guess("truncated", member_at, "dropped a key with no value at end of input")
+            self.hit_eof()
+            return False
+        if s[self.i] == ":":
+            self.i += 1
+        elif s[self.i] == "=":
+            self.note("missing_colon", self.i, "'=' between key and value read as ':'")
+            self.i += 1
+        elif self._value_starts(self.i):
+            self.note("missing_colon", self.i, "colon inserted between key and value")
+        else:
+            raise self.fail("expected ':' after object key")
+        out.append(":")
+        self.skip()
+        if self.i >= self.n:
+            del out[mark:]
+            self.guess("truncated", member_at, "dropped a key with no value at end of input")
+            self.hit_eof()
+            return False
+        if s[self.i] in ",}":
+            raise self.fail("object member has no value")
+        if not self.value("object"):
+            del out[mark:]
+            self.hit_eof()
+            return False
+        return True
+
+    def _element(self, mark: int) -> bool:
+        """One array element; False when the input ended inside it."""
+        if not self.value("array"):
+            del self.out[mark:]
+            self.hit_eof()
+            return False
+        return True
 
     def key(self) -> bool:
         """Emit an object key; False if input ended inside it."""
