@@ -408,16 +408,10 @@ class _Reader:
         out = self.out
         member_at = self.i
         if not self.key():
-            del out[mark:]
-            self.guess("truncated", member_at, "dropped a key cut off at end of input")
-            self.hit_eof()
-            return False
+            return self._drop_member(mark, member_at, "dropped a key cut off at end of input")
         self.skip()
         if self.i >= self.n:
-            del out[mark:]
-            self.guess("truncated", member_at, "dropped a key with no value at end of input")
-            self.hit_eof()
-            return False
+            return self._drop_member(mark, member_at, "dropped a key with no value at end of input")
         if s[self.i] == ":":
             self.i += 1
         elif s[self.i] == "=":
@@ -430,10 +424,7 @@ class _Reader:
         out.append(":")
         self.skip()
         if self.i >= self.n:
-            del out[mark:]
-            self.guess("truncated", member_at, "dropped a key with no value at end of input")
-            self.hit_eof()
-            return False
+            return self._drop_member(mark, member_at, "dropped a key with no value at end of input")
         if s[self.i] in ",}":
             raise self.fail("object member has no value")
         if not self.value("object"):
@@ -441,6 +432,13 @@ class _Reader:
             self.hit_eof()
             return False
         return True
+
+    def _drop_member(self, mark: int, at: int, why: str) -> bool:
+        """Removes a member the input ended inside of, as a logged guess."""
+        del self.out[mark:]
+        self.guess("truncated", at, why)
+        self.hit_eof()
+        return False
 
     def _element(self, mark: int) -> bool:
         """One array element; False when the input ended inside it."""
