@@ -93,6 +93,11 @@ class GrammarCompiler:
         """Shorthand for ``compile(Grammar.from_regex(pattern))``."""
         return self.compile(Grammar.from_regex(pattern), **kw)
 
+    def compile_json_schema(self, schema, *, timeout_s: float | None = None, cancel: CancelToken | None = None, **options) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_json_schema(schema, **options))``;
+        cached by the schema's JSON text and the options."""
+        return self.compile(Grammar.from_json_schema(schema, **options), timeout_s=timeout_s, cancel=cancel)
+
     def compile_builtin_json(self, **kw) -> CompiledGrammar:
         """Shorthand for ``compile(Grammar.builtin_json())``."""
         return self.compile(Grammar.builtin_json(), **kw)

@@ -2,9 +2,43 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any, Sequence
+
 from . import _engine
 
 __all__ = ["Grammar"]
+
+# Styles accepted by Grammar.from_json_schema(style=...).
+JSON_SCHEMA_STYLES = (
+    "json",
+    "qwen_xml",
+    "minimax_xml",
+    "minimax_m3_xml",
+    "deepseek_xml",
+    "deepseek_v4_1_xml",
+    "glm_xml",
+    "cohere_xml",
+    "kimi_k3_xml",
+)
+
+
+def _schema_text(schema: Any) -> str:
+    """JSON text of a schema given as a dict, bool, JSON text or pydantic model."""
+    if isinstance(schema, str):
+        return schema.strip()
+    if isinstance(schema, (bytes, bytearray)):
+        return bytes(schema).decode("utf-8").strip()
+    model_schema = getattr(schema, "model_json_schema", None)
+    if callable(model_schema):  # a pydantic model class (or instance)
+        schema = model_schema()
+    if isinstance(schema, (dict, bool)):
+        # Key order is kept: it is the order properties are generated in.
+        return json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    raise TypeError(
+        "schema must be a dict, a bool, JSON text or a pydantic model class, "
+        f"not {type(schema).__name__}"
+    )
 
 
 class Grammar:
@@ -16,12 +50,13 @@ class Grammar:
     compiled for any number of vocabularies.
     """
 
-    __slots__ = ("_native", "_key")
+    __slots__ = ("_native", "_key", "_warnings")
 
-    def __init__(self, native: _engine.Grammar, key: tuple[str, ...]) -> None:
+    def __init__(self, native: _engine.Grammar, key: tuple, warnings: Sequence[str] = ()) -> None:
         self._native = native
         # What built the grammar: the compiler cache's key.
         self._key = key
+        self._warnings = tuple(warnings)
 
     @classmethod
     def from_ebnf(cls, text: str, root: str = "root") -> "Grammar":
@@ -42,9 +77,84 @@ class Grammar:
         return cls(_engine.Grammar.from_regex(pattern), ("regex", pattern))
 
     @classmethod
+    def from_json_schema(
+        cls,
+        schema: Any,
+        *,
+        whitespace: str = "any",
+        max_whitespace: int = 8,
+        indent: int | None = None,
+        separators: tuple[str, str] | None = None,
+        strict: bool = True,
+        any_order: bool = False,
+        lenient: bool = False,
+        style: str = "json",
+        formats: str = "assert",
+        time_budget_ms: int = 10_000,
+    ) -> "Grammar":
+        """A grammar for the JSON values a JSON Schema accepts.
+
+        ``schema`` is a dict, a bool, JSON text or a pydantic model class.
+        Draft 2020-12 is supported (and drafts 4 to 2019-09 by their
+        ``$schema``); a keyword whose constraint cannot be enforced exactly
+        raises :class:`~formcast.GrammarError` naming it and its JSON
+        pointer, unless ``lenient`` is set: then it is dropped and listed in
+        :attr:`warnings`. A schema that matches nothing raises
+        ``GrammarError`` ("unsatisfiable").
+
+        Layout: ``whitespace="any"`` allows up to ``max_whitespace``
+        whitespace characters between tokens (bounded, so a model cannot
+        loop on whitespace), ``"compact"`` none; ``indent`` / ``separators``
+        give exactly the layout of ``json.dumps(indent=..., separators=...)``.
+
+        ``strict`` treats absent ``additionalProperties`` (for objects that
+        declare properties) and absent ``items`` after ``prefixItems`` as
+        ``false``. ``any_order`` lets properties come in any order (each at
+        most once, required ones tracked); otherwise they follow the schema.
+        ``style`` selects an XML tool-call parameter style (``"qwen_xml"``,
+        ...) instead of JSON. ``formats="annotate"`` ignores ``format``.
+        """
+        if style not in JSON_SCHEMA_STYLES:
+            raise ValueError(f"unknown style {style!r}; expected one of {', '.join(JSON_SCHEMA_STYLES)}")
+        text = _schema_text(schema)
+        native, warnings = _engine.grammar_from_json_schema(
+            text,
+            whitespace=whitespace,
+            max_whitespace=max_whitespace,
+            indent=indent,
+            separators=tuple(separators) if separators is not None else None,
+            strict=strict,
+            any_order=any_order,
+            lenient=lenient,
+            style=style,
+            formats=formats,
+            time_budget_ms=time_budget_ms,
+        )
+        key = (
+            "json_schema",
+            text,
+            whitespace,
+            max_whitespace,
+            indent,
+            tuple(separators) if separators is not None else None,
+            strict,
+            any_order,
+            lenient,
+            style,
+            formats,
+        )
+        return cls(native, key, warnings)
+
+    @classmethod
     def builtin_json(cls) -> "Grammar":
         """Any JSON value (RFC 8259)."""
         return cls(_engine.Grammar.builtin_json(), ("builtin_json",))
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What was not enforced (lenient mode) or carries no constraint
+        (unknown formats); empty for other grammars."""
+        return self._warnings
 
     @property
     def rule_names(self) -> list[str]:

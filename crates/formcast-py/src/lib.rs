@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod errors;
 mod grammar;
 mod matcher;
+mod schema;
 mod tokenizer;
 
 pub(crate) use errors::{guard, to_py};
@@ -23,6 +24,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matcher::GrammarMatcher>()?;
     m.add_function(wrap_pyfunction!(matcher::compile_grammar, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(schema::grammar_from_json_schema, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -1,0 +1,76 @@
+//! Compile times of the benchmark workloads (W1–W5): schema → grammar
+//! (this crate) and grammar → engine automaton (Llama-3 vocabulary).
+//!
+//! `cargo run --release --example timing -- [workload dir] [tokenizer.model]`
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use formcast_engine::{Budget, CompileOptions, CompiledGrammar, VocabIndex};
+use formcast_jsonschema::json::parse;
+use formcast_jsonschema::{json_schema_str_to_grammar, SchemaOptions};
+use formcast_tokenizer::{llama3_special_tokens, Vocab, VocabOptions};
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = args.get(1).cloned().unwrap_or_else(|| "/work/shared/data/bench-workloads".into());
+    let tok = args.get(2).cloned().unwrap_or_else(|| "/work/shared/tokenizers/llama3-tokenizer.model".into());
+    let vocab = std::fs::read_to_string(&tok).ok().map(|text| {
+        let v = Vocab::from_tiktoken(&text, &llama3_special_tokens(), &VocabOptions::default()).unwrap();
+        Arc::new(VocabIndex::new(&v).unwrap())
+    });
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains("/W")).collect();
+    files.sort();
+    let opts = SchemaOptions { whitespace: std::env::var("WS").map(|w| if w == "compact" { formcast_jsonschema::Whitespace::Compact } else { formcast_jsonschema::Whitespace::Any { max_per_gap: w.parse().unwrap() } }).unwrap_or_default(), ..Default::default() };
+    for f in files {
+        let doc = parse(&std::fs::read_to_string(&f).unwrap()).unwrap();
+        let Some(schema) = doc.get("schema").filter(|s| !matches!(s, formcast_jsonschema::Json::Null)) else { continue };
+        let text = schema.to_text();
+        let mut front = Vec::new();
+        let mut grammar = None;
+        for _ in 0..20 {
+            let t = Instant::now();
+            let (g, _) = json_schema_str_to_grammar(&text, &opts).unwrap();
+            front.push(t.elapsed().as_secs_f64() * 1e3);
+            grammar = Some(g);
+        }
+        let g = grammar.unwrap();
+        let mut engine = Vec::new();
+        let mut states = 0;
+        if let Some(v) = &vocab {
+            for _ in 0..5 {
+                let t = Instant::now();
+                let cg = CompiledGrammar::compile(&g, v.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
+                engine.push(t.elapsed().as_secs_f64() * 1e3);
+                states = cg.automaton.n_states();
+                if std::env::var("RULES").is_ok() && engine.len() == 1 {
+                    let a = &cg.automaton;
+                    let mut per: Vec<(usize, String)> = (0..a.rule_start.len())
+                        .map(|r| {
+                            let end = if r + 1 < a.rule_start.len() { a.rule_start[r + 1] as usize } else { a.n_states() };
+                            (end - a.rule_start[r] as usize, a.rule_names[r].clone())
+                        })
+                        .collect();
+                    per.sort_by(|x, y| y.0.cmp(&x.0));
+                    for (n, name) in per.iter().take(8) {
+                        println!("    {n:>6}  {name}");
+                    }
+                }
+            }
+        }
+        let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        println!(
+            "{name:<28} schema→grammar {:>7.3} ms ({} rules, {} DFA states)   engine compile {:>7.3} ms   total {:>7.3} ms",
+            median(front.clone()),
+            g.rules.len(),
+            states,
+            if engine.is_empty() { f64::NAN } else { median(engine.clone()) },
+            median(front) + if engine.is_empty() { 0.0 } else { median(engine) }
+        );
+    }
+}

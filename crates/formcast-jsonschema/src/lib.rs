@@ -1,0 +1,110 @@
+//! JSON Schema to formcast grammars, exactly or not at all.
+//!
+//! ```
+//! use formcast_jsonschema::{json_schema_str_to_grammar, SchemaOptions, Whitespace};
+//! let opts = SchemaOptions { whitespace: Whitespace::Compact, ..Default::default() };
+//! let (grammar, warnings) = json_schema_str_to_grammar(
+//!     r#"{"type": "object", "properties": {"n": {"type": "integer", "minimum": 1}}, "required": ["n"]}"#,
+//!     &opts,
+//! ).unwrap();
+//! assert!(warnings.is_empty());
+//! assert_eq!(grammar.root_rule().name, "root");
+//! ```
+//!
+//! Pipeline: the document is indexed for references ([`refs`]); each
+//! subschema becomes a [`schema::Shape`] — the set of values it accepts,
+//! split by JSON type — with `allOf`/`anyOf`/`oneOf`/`not`/`if` resolved by
+//! the shape algebra ([`normalize`]); shapes are lowered to grammar rules
+//! ([`lower`], [`objects`], [`arrays`], or [`xml_styles`]). Strings and
+//! numbers are regular languages ([`strings`], [`numbers`]) built from
+//! character expressions ([`re`]) and, where needed, automata
+//! ([`automata`]).
+//!
+//! Anything that cannot be enforced exactly is an error naming the keyword
+//! and its JSON pointer; with [`SchemaOptions::lenient`] it is dropped and
+//! reported as a [`Warning`].
+
+pub mod arrays;
+pub mod automata;
+pub mod decimal;
+pub mod ecma;
+pub mod emit;
+pub mod error;
+pub mod formats;
+pub mod json;
+pub mod keywords;
+pub mod lower;
+pub mod normalize;
+pub mod numbers;
+pub mod objects;
+pub mod options;
+pub mod re;
+pub mod refs;
+pub mod schema;
+pub mod strings;
+pub mod uri;
+pub mod values;
+pub mod xml_styles;
+
+use formcast_grammar::{Grammar, GrammarError};
+
+pub use error::{SchemaError, Warning};
+pub use json::Json;
+pub use options::{FormatMode, SchemaOptions, Style, Whitespace, DEFAULT_MAX_WHITESPACE};
+
+use emit::{seq, Layout};
+use lower::Lowerer;
+use schema::Builder;
+
+/// Compiles a schema given as a serde_json value.
+///
+/// Property order follows the value's key order, which serde_json keeps
+/// only with its `preserve_order` feature; pass the JSON text to
+/// [`json_schema_str_to_grammar`] to keep the schema's own order.
+pub fn json_schema_to_grammar(schema: &serde_json::Value, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
+    compile_json(&Json::from_serde(schema), opts)
+}
+
+/// Compiles a schema given as JSON text (key order and number precision
+/// are kept exactly).
+pub fn json_schema_str_to_grammar(text: &str, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
+    if text.len() > opts.max_schema_bytes {
+        return Err(SchemaError::Limit {
+            pointer: String::new(),
+            reason: format!("the schema is {} bytes, more than the limit of {}", text.len(), opts.max_schema_bytes),
+        });
+    }
+    let j = json::parse(text).map_err(SchemaError::Json)?;
+    compile_json(&j, opts)
+}
+
+/// Compiles a parsed schema.
+pub fn compile_json(schema: &Json, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
+    let ix = refs::Index::build(schema);
+    let mut b = Builder::new(ix, opts.clone());
+    let root = b.raw_node(b.ix.root(), 0, false, true);
+    let shape = b.shape(root)?;
+    if b.shape_empty(&shape, 2)? {
+        return Err(SchemaError::Unsatisfiable);
+    }
+    let grammar = match opts.style {
+        Style::Json => {
+            let mut lw = Lowerer::new(&mut b, Layout { ws: opts.whitespace.clone() });
+            let root_rule = lw.em.reserve("root").map_err(|r| SchemaError::Limit { pointer: String::new(), reason: r })?;
+            let v = lw.value(root, 0)?;
+            lw.drain()?;
+            lw.em.set(root_rule, seq(vec![v]));
+            Grammar { rules: std::mem::take(&mut lw.em.rules), root: root_rule }
+        }
+        style => xml_styles::lower(&mut b, root, style)?,
+    };
+    match formcast_grammar::validate(&grammar) {
+        Ok(()) => {}
+        Err(GrammarError::EmptyLanguage(_)) => return Err(SchemaError::Unsatisfiable),
+        Err(GrammarError::Limit(m)) => return Err(SchemaError::Limit { pointer: String::new(), reason: m }),
+        Err(e) => return Err(SchemaError::Grammar(e.to_string())),
+    }
+    let mut warnings = b.warnings;
+    warnings.dedup();
+    Ok((grammar, warnings))
+}

@@ -1,0 +1,290 @@
+//! Shapes to grammar rules (JSON style): one rule per subschema node (per
+//! nesting depth when indentation depends on it), leaves inlined or shared.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use formcast_grammar::{Expr, RuleId};
+
+use crate::emit::{alt, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
+use crate::error::{Result, SchemaError};
+use crate::numbers::{json_integer, json_number, NumLang, NumPiece};
+use crate::re::Re;
+use crate::schema::{Builder, NodeId, Shape, FALSE};
+use crate::strings::{Lang, Piece};
+
+/// Leaves larger than this get a shared rule instead of being inlined.
+const INLINE_LEAF_COST: u64 = 12;
+
+/// Length bounds beyond this are treated as unbounded (no model emits two
+/// billion characters in one string).
+const MAX_LENGTH_BOUND: u64 = 1 << 31;
+
+pub struct Lowerer<'b, 'a> {
+    pub b: &'b mut Builder<'a>,
+    pub em: Emitter,
+    pub layout: Layout,
+    node_rules: HashMap<(NodeId, usize), RuleId>,
+    leaf_rules: HashMap<Vec<Piece>, Expr>,
+    num_rules: HashMap<NumPiece, Expr>,
+    num_pieces: HashMap<NumLang, Option<NumPiece>>,
+    /// Rules reserved but not yet built: bodies are built by [`drain`],
+    /// iteratively, so a chain of thousands of nested `$ref`s does not
+    /// recurse.
+    pending: Vec<(NodeId, usize, RuleId)>,
+    /// String rules of single atoms (formats, patterns), by atom identity:
+    /// hashing a large expression on every use would cost more than it saves.
+    atom_rules: HashMap<String, Expr>,
+    depth_warned: bool,
+}
+
+fn limit(pointer: &str, reason: impl Into<String>) -> SchemaError {
+    SchemaError::Limit { pointer: pointer.to_string(), reason: reason.into() }
+}
+
+/// The keyword an automaton error message is about.
+fn keyword_in(msg: &str, default: &str) -> String {
+    for k in ["patternProperties", "pattern", "format", "multipleOf", "propertyNames"] {
+        if msg.contains(&format!("{k} ")) || msg.contains(&format!("{k} '")) {
+            return k.to_string();
+        }
+    }
+    default.to_string()
+}
+
+impl<'b, 'a> Lowerer<'b, 'a> {
+    pub fn new(b: &'b mut Builder<'a>, layout: Layout) -> Lowerer<'b, 'a> {
+        let max_rules = b.opts.max_rules;
+        Lowerer {
+            b,
+            em: Emitter::new(max_rules),
+            layout,
+            node_rules: HashMap::default(),
+            leaf_rules: HashMap::default(),
+            num_rules: HashMap::default(),
+            num_pieces: HashMap::default(),
+            pending: Vec::new(),
+            atom_rules: HashMap::default(),
+            depth_warned: false,
+        }
+    }
+
+    pub fn pointer(&self, node: NodeId) -> String {
+        self.b.nodes[node as usize].pointer.to_string()
+    }
+
+    /// The grammar expression of a value matching `node` at `depth`.
+    pub fn value(&mut self, node: NodeId, depth: usize) -> Result<Expr> {
+        if node == FALSE {
+            return Ok(Expr::Nothing);
+        }
+        let d = if self.layout.depth_sensitive() { depth } else { 0 };
+        if d > self.b.opts.max_indent_depth {
+            if !self.depth_warned {
+                self.depth_warned = true;
+                let p = self.pointer(node);
+                self.b.warn("$ref", &p, format!("values nested deeper than {} levels are not accepted in indented layout", self.b.opts.max_indent_depth));
+            }
+            return Ok(Expr::Nothing);
+        }
+        if let Some(&r) = self.node_rules.get(&(node, d)) {
+            return Ok(Expr::Rule(r));
+        }
+        let ptr = self.pointer(node);
+        self.b.tick(&ptr)?;
+        let shape = self.b.shape(node)?;
+        // Scalars without alternatives of their own are inlined.
+        if shape.arr.is_empty() && shape.obj.is_empty() {
+            let e = self.scalar_expr(&shape, &ptr)?;
+            if expr_small(&e) {
+                return Ok(e);
+            }
+        }
+        let name = if ptr.is_empty() { "root".to_string() } else { ptr.trim_start_matches('/').to_string() };
+        let id = self.em.reserve(&name).map_err(|r| limit(&ptr, r))?;
+        self.node_rules.insert((node, d), id);
+        self.pending.push((node, d, id));
+        Ok(Expr::Rule(id))
+    }
+
+    /// Builds the bodies of all reserved rules.
+    pub fn drain(&mut self) -> Result<()> {
+        while let Some((node, d, id)) = self.pending.pop() {
+            let ptr = self.pointer(node);
+            let shape = self.b.shape(node)?;
+            let body = self.shape_expr(&shape, d, &ptr)?;
+            self.em.set(id, body);
+        }
+        Ok(())
+    }
+
+    fn shape_expr(&mut self, s: &Shape, depth: usize, ptr: &str) -> Result<Expr> {
+        let mut alts = vec![self.scalar_expr(s, ptr)?];
+        for a in s.arr.clone() {
+            alts.push(self.array_expr(&a, depth)?);
+        }
+        for o in s.obj.clone() {
+            alts.push(self.object_expr(&o, depth)?);
+        }
+        Ok(alt(alts))
+    }
+
+    fn scalar_expr(&mut self, s: &Shape, ptr: &str) -> Result<Expr> {
+        let mut alts = Vec::new();
+        if s.null {
+            alts.push(lit("null"));
+        }
+        if s.bools[1] {
+            alts.push(lit("true"));
+        }
+        if s.bools[0] {
+            alts.push(lit("false"));
+        }
+        alts.push(self.number_expr(&s.num, ptr)?);
+        alts.push(self.string_expr(&s.str, ptr)?);
+        Ok(alt(alts))
+    }
+
+    pub fn number_expr(&mut self, n: &NumLang, ptr: &str) -> Result<Expr> {
+        let piece = match self.num_pieces.get(n) {
+            Some(p) => p.clone(),
+            None => {
+                let p = match n.piece() {
+                    Ok(p) => p,
+                    Err(reason) => {
+                        let kw = keyword_in(&reason, "minimum");
+                        self.b.refuse(&kw, ptr, reason)?;
+                        Some(NumPiece::Any)
+                    }
+                };
+                self.num_pieces.insert(n.clone(), p.clone());
+                p
+            }
+        };
+        let Some(piece) = piece else { return Ok(Expr::Nothing) };
+        if let Some(e) = self.num_rules.get(&piece) {
+            return Ok(e.clone());
+        }
+        let e = match &piece {
+            NumPiece::Any => re_expr(&json_number(), Enc::Raw),
+            NumPiece::AnyInt => re_expr(&json_integer(), Enc::Raw),
+            NumPiece::Text(re) => re_expr(re, Enc::Raw),
+            NumPiece::Automaton(d) => self.automaton_rules(d, Enc::Raw, "")?,
+        };
+        let e = self.share(e, "number")?;
+        self.num_rules.insert(piece, e.clone());
+        Ok(e)
+    }
+
+    /// The JSON string (quotes included) of a string language.
+    pub fn string_expr(&mut self, l: &Lang, ptr: &str) -> Result<Expr> {
+        if let Lang::Atom(a) = l {
+            // The description ("format 'date'", "pattern '^a+$'") names
+            // the language.
+            let key = a.what.clone();
+            if let Some(e) = self.atom_rules.get(&key) {
+                return Ok(e.clone());
+            }
+            let body = re_expr(&a.re, Enc::Json);
+            let e = self.share(seq(vec![lit("\""), body, lit("\"")]), "string")?;
+            self.atom_rules.insert(key, e.clone());
+            return Ok(e);
+        }
+        let pieces = match l.pieces() {
+            Ok(p) => p,
+            Err(reason) => {
+                let kw = keyword_in(&reason, "maxLength");
+                self.b.refuse(&kw, ptr, reason)?;
+                vec![Piece::Any]
+            }
+        };
+        if pieces.is_empty() {
+            return Ok(Expr::Nothing);
+        }
+        if let Some(e) = self.leaf_rules.get(&pieces) {
+            return Ok(e.clone());
+        }
+        let mut alts = Vec::new();
+        for p in &pieces {
+            let body = self.piece_body(p, ptr)?;
+            alts.push(seq(vec![lit("\""), body, lit("\"")]));
+        }
+        let e = self.share(alt(alts), "string")?;
+        self.leaf_rules.insert(pieces, e.clone());
+        Ok(e)
+    }
+
+    /// The content of a string piece (without quotes).
+    pub fn piece_body(&mut self, p: &Piece, ptr: &str) -> Result<Expr> {
+        Ok(match p {
+            Piece::Any => Expr::star(json_any_char()),
+            Piece::Length(min, max) => {
+                let max = max.filter(|&m| m < MAX_LENGTH_BOUND);
+                if *min >= MAX_LENGTH_BOUND {
+                    return Err(limit(ptr, "minLength is too large"));
+                }
+                self.em
+                    .repeat("string_chars", json_canonical_char(), *min as u32, max.map(|m| m as u32))
+                    .map_err(|r| limit(ptr, r))?
+            }
+            Piece::Content(re) => re_expr(re, Enc::Json),
+            Piece::Automaton(d) => self.automaton_rules(d, Enc::Json, ptr)?,
+        })
+    }
+
+    /// An automaton as right-linear rules: `q ::= c₁ q₁ | c₂ q₂ | ε`.
+    pub fn automaton_rules(&mut self, d: &crate::automata::Dfa, enc: Enc, ptr: &str) -> Result<Expr> {
+        let ids: Vec<RuleId> = (0..d.len()).map(|_| self.em.reserve("dfa_state")).collect::<std::result::Result<_, _>>().map_err(|r| limit(ptr, r))?;
+        for (q, trans) in d.trans.iter().enumerate() {
+            let mut by_target: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = std::collections::BTreeMap::new();
+            for &(lo, hi, t) in trans {
+                by_target.entry(t).or_default().push((lo, hi));
+            }
+            let mut alts: Vec<Expr> = by_target.into_iter().map(|(t, r)| seq(vec![re_expr(&Re::chars(r), enc), Expr::Rule(ids[t as usize])])).collect();
+            if d.accept[q] {
+                alts.push(Expr::Empty);
+            }
+            self.em.set(ids[q], alt(alts));
+        }
+        Ok(Expr::Rule(ids[0]))
+    }
+
+    /// Large expressions go into a rule of their own, shared by every use.
+    fn share(&mut self, e: Expr, name: &str) -> Result<Expr> {
+        if expr_small(&e) {
+            return Ok(e);
+        }
+        let id = self.em.add(name, e).map_err(|r| limit("", r))?;
+        Ok(Expr::Rule(id))
+    }
+
+    /// A raw character expression as a grammar expression.
+    pub fn raw(&self, re: &Re) -> Expr {
+        re_expr(re, Enc::Raw)
+    }
+}
+
+/// Expression size, stopping early once above the inline threshold.
+fn expr_small(e: &Expr) -> bool {
+    fn cost(e: &Expr, budget: &mut i64) {
+        *budget -= 1;
+        if *budget < 0 {
+            return;
+        }
+        match e {
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|x| cost(x, budget)),
+            Expr::Repeat { expr, max, min } => {
+                let copies = max.unwrap_or(*min).max(1) as i64;
+                let mut inner = 0i64;
+                let mut b2 = *budget;
+                cost(expr, &mut b2);
+                inner += *budget - b2;
+                *budget -= inner.saturating_mul(copies.min(1000));
+            }
+            Expr::Chars(r) => *budget -= r.len() as i64 / 4,
+            _ => {}
+        }
+    }
+    let mut budget = INLINE_LEAF_COST as i64;
+    cost(e, &mut budget);
+    budget >= 0
+}

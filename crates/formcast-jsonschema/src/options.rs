@@ -1,0 +1,131 @@
+//! Compilation options.
+
+/// Whitespace the grammar allows between JSON tokens.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Whitespace {
+    /// No whitespace at all: `{"a":1,"b":[1,2]}`.
+    Compact,
+    /// Any JSON whitespace (space, tab, newline, carriage return), at most
+    /// `max_per_gap` characters after `{`, `[` and `,` and before `}` and
+    /// `]`, and at most one space after `:` (every common layout —
+    /// compact, `json.dumps`, indented — fits). Bounded so that a model
+    /// cannot emit whitespace until it runs out of tokens.
+    Any { max_per_gap: u32 },
+    /// Exactly the layout of Python's `json.dumps(indent=..., separators=...)`:
+    /// `indent: None` puts everything on one line; `Some(n)` puts each member
+    /// on its own line indented by `n` spaces per level. `separators` are the
+    /// item and key separators (json.dumps' defaults are `(", ", ": ")`
+    /// without indent and `(",", ": ")` with one).
+    Indent { indent: Option<usize>, separators: (String, String) },
+}
+
+impl Whitespace {
+    /// `json.dumps`-compatible layout with Python's default separators.
+    pub fn dumps(indent: Option<usize>) -> Whitespace {
+        let item = if indent.is_some() { "," } else { ", " };
+        Whitespace::Indent { indent, separators: (item.to_string(), ": ".to_string()) }
+    }
+}
+
+impl Default for Whitespace {
+    fn default() -> Self {
+        Whitespace::Any { max_per_gap: DEFAULT_MAX_WHITESPACE }
+    }
+}
+
+/// Default bound on whitespace characters between two JSON tokens.
+pub const DEFAULT_MAX_WHITESPACE: u32 = 8;
+
+/// How parameters are written: plain JSON, or one of the XML tool-call
+/// parameter styles of model families (the root must then be an object).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Style {
+    #[default]
+    Json,
+    QwenXml,
+    MinimaxXml,
+    MinimaxM3Xml,
+    DeepseekXml,
+    DeepseekV41Xml,
+    GlmXml,
+    CohereXml,
+    KimiK3Xml,
+}
+
+impl Style {
+    /// Parses the snake_case names used by the Python API (`"qwen_xml"`...).
+    pub fn parse(name: &str) -> Option<Style> {
+        Some(match name {
+            "json" => Style::Json,
+            "qwen_xml" => Style::QwenXml,
+            "minimax_xml" => Style::MinimaxXml,
+            "minimax_m3_xml" => Style::MinimaxM3Xml,
+            "deepseek_xml" => Style::DeepseekXml,
+            "deepseek_v4_1_xml" => Style::DeepseekV41Xml,
+            "glm_xml" => Style::GlmXml,
+            "cohere_xml" => Style::CohereXml,
+            "kimi_k3_xml" => Style::KimiK3Xml,
+            _ => return None,
+        })
+    }
+}
+
+/// Whether `format` constrains strings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum FormatMode {
+    /// Known formats are enforced (what constrained generation wants, and
+    /// the format-assertion vocabulary of 2020-12). Unknown formats are
+    /// annotations and reported as warnings.
+    #[default]
+    Assert,
+    /// Formats are annotations only (the 2020-12 default for validators).
+    Annotate,
+}
+
+/// Options of [`crate::json_schema_to_grammar`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SchemaOptions {
+    pub whitespace: Whitespace,
+    /// When `additionalProperties` (and `unevaluatedProperties` /
+    /// `unevaluatedItems`) are absent, treat them as `false`: objects carry
+    /// only the declared properties. JSON Schema itself says `true`.
+    pub strict: bool,
+    /// Properties in any order (declared properties at most once, required
+    /// ones tracked) instead of the schema's order.
+    pub any_order: bool,
+    /// Drop what cannot be enforced exactly (reported as warnings) instead of
+    /// failing.
+    pub lenient: bool,
+    pub style: Style,
+    pub format: FormatMode,
+    /// Largest schema text accepted (bytes of the JSON text).
+    pub max_schema_bytes: usize,
+    /// Largest number of schema nodes (subschemas after `$ref`, `allOf`...
+    /// expansion) built before giving up.
+    pub max_nodes: usize,
+    /// Largest number of grammar rules produced.
+    pub max_rules: usize,
+    /// Deepest nesting of a recursive schema in `Indent` layout (indentation
+    /// depends on depth, so each level is a separate set of rules).
+    pub max_indent_depth: usize,
+    /// Wall-clock budget for the translation, in milliseconds (0: none).
+    pub time_budget_ms: u64,
+}
+
+impl Default for SchemaOptions {
+    fn default() -> Self {
+        SchemaOptions {
+            whitespace: Whitespace::default(),
+            strict: true,
+            any_order: false,
+            lenient: false,
+            style: Style::Json,
+            format: FormatMode::Assert,
+            max_schema_bytes: 32 << 20,
+            max_nodes: 200_000,
+            max_rules: 200_000,
+            max_indent_depth: 24,
+            time_budget_ms: 10_000,
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Character-level regular expressions: the decoded content of JSON strings
+//! (patterns, formats, key languages) and the text of numbers, before JSON
+//! escaping turns them into grammar expressions.
+//!
+//! Constructors simplify as they build (flattening, merging character
+//! classes, dropping ε and ∅) so that languages assembled from many pieces
+//! stay small.
+
+/// Unicode scalar values (surrogates excluded everywhere: JSON text cannot
+/// carry them decoded).
+pub const SCALARS: [(u32, u32); 2] = [(0, 0xD7FF), (0xE000, 0x10FFFF)];
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Re {
+    /// No string.
+    Nothing,
+    /// The empty string.
+    Empty,
+    /// One character from a normalized, non-empty set of inclusive ranges.
+    Chars(Vec<(u32, u32)>),
+    /// Concatenation of at least two non-trivial parts.
+    Seq(Vec<Re>),
+    /// Alternation of at least two distinct parts (at most one `Chars`).
+    Alt(Vec<Re>),
+    /// `min..=max` copies (`None`: unbounded).
+    Repeat(Box<Re>, u32, Option<u32>),
+    /// Zero-width assertion: start of the string (ECMA `^`).
+    Start,
+    /// Zero-width assertion: end of the string (ECMA `$`).
+    End,
+}
+
+/// Sorts and merges ranges, and removes surrogates.
+pub fn norm_ranges(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
+    r.retain(|(a, b)| a <= b);
+    r.sort_unstable();
+    let mut out: Vec<(u32, u32)> = Vec::with_capacity(r.len());
+    for (a, b) in r {
+        match out.last_mut() {
+            Some(l) if a <= l.1.saturating_add(1) => l.1 = l.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    // Cut the surrogate block out.
+    let mut res = Vec::with_capacity(out.len() + 1);
+    for (a, b) in out {
+        let b = b.min(0x10FFFF);
+        if a > b {
+            continue;
+        }
+        if b < 0xD800 || a > 0xDFFF {
+            res.push((a, b));
+        } else {
+            if a < 0xD800 {
+                res.push((a, 0xD7FF));
+            }
+            if b > 0xDFFF {
+                res.push((0xE000, b));
+            }
+        }
+    }
+    res
+}
+
+/// Complement within the scalar values.
+pub fn complement_ranges(r: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let r = norm_ranges(r.to_vec());
+    let mut out = Vec::new();
+    let mut next = 0u32;
+    for (a, b) in r {
+        if a > next {
+            out.push((next, a - 1));
+        }
+        next = b + 1;
+    }
+    if next <= 0x10FFFF {
+        out.push((next, 0x10FFFF));
+    }
+    norm_ranges(out)
+}
+
+pub fn intersect_ranges(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    let mut out = Vec::new();
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        let lo = a[i].0.max(b[j].0);
+        let hi = a[i].1.min(b[j].1);
+        if lo <= hi {
+            out.push((lo, hi));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
+pub fn subtract_ranges(a: &[(u32, u32)], b: &[(u32, u32)]) -> Vec<(u32, u32)> {
+    intersect_ranges(a, &complement_ranges(b))
+}
+
+impl Re {
+    pub fn chars(r: Vec<(u32, u32)>) -> Re {
+        let r = norm_ranges(r);
+        if r.is_empty() {
+            Re::Nothing
+        } else {
+            Re::Chars(r)
+        }
+    }
+
+    pub fn char(c: char) -> Re {
+        Re::Chars(vec![(c as u32, c as u32)])
+    }
+
+    pub fn any_char() -> Re {
+        Re::Chars(SCALARS.to_vec())
+    }
+
+    /// Any string.
+    pub fn any() -> Re {
+        Re::star(Re::any_char())
+    }
+
+    pub fn lit(s: &str) -> Re {
+        Re::seq(s.chars().map(Re::char).collect())
+    }
+
+    pub fn seq(items: Vec<Re>) -> Re {
+        let mut out = Vec::with_capacity(items.len());
+        for it in items {
+            match it {
+                Re::Nothing => return Re::Nothing,
+                Re::Empty => {}
+                Re::Seq(inner) => out.extend(inner),
+                other => out.push(other),
+            }
+        }
+        match out.len() {
+            0 => Re::Empty,
+            1 => out.pop().unwrap(),
+            _ => Re::Seq(out),
+        }
+    }
+
+    pub fn alt(items: Vec<Re>) -> Re {
+        let mut out: Vec<Re> = Vec::with_capacity(items.len());
+        let mut chars: Vec<(u32, u32)> = Vec::new();
+        let mut stack: Vec<Re> = items;
+        stack.reverse();
+        while let Some(it) = stack.pop() {
+            match it {
+                Re::Nothing => {}
+                Re::Chars(r) => chars.extend(r),
+                Re::Alt(inner) => {
+                    for x in inner.into_iter().rev() {
+                        stack.push(x);
+                    }
+                }
+                other => {
+                    if !out.contains(&other) {
+                        out.push(other)
+                    }
+                }
+            }
+        }
+        if !chars.is_empty() {
+            out.insert(0, Re::Chars(norm_ranges(chars)));
+        }
+        // ε | x+  =  x*
+        if out.len() == 2 && out.contains(&Re::Empty) {
+            let other = out.iter().find(|x| **x != Re::Empty).unwrap().clone();
+            return Re::opt(other);
+        }
+        match out.len() {
+            0 => Re::Nothing,
+            1 => out.pop().unwrap(),
+            _ => Re::Alt(out),
+        }
+    }
+
+    pub fn repeat(r: Re, min: u32, max: Option<u32>) -> Re {
+        if let Some(m) = max {
+            if m < min {
+                return Re::Nothing;
+            }
+            if m == 0 {
+                return Re::Empty;
+            }
+        }
+        match r {
+            Re::Nothing => {
+                if min == 0 {
+                    Re::Empty
+                } else {
+                    Re::Nothing
+                }
+            }
+            Re::Empty => Re::Empty,
+            _ if min == 1 && max == Some(1) => r,
+            // (x*)* = x*, (x*)? = x*, (x+)* = x*, (x?)* = x*
+            Re::Repeat(inner, imin, None) if min <= 1 && imin <= 1 && (max.is_none() || imin == 0) => {
+                Re::Repeat(inner, if min == 1 && imin == 1 { 1 } else { 0 }, None)
+            }
+            Re::Repeat(inner, 0, Some(1)) if min == 0 && max.is_none() => Re::Repeat(inner, 0, None),
+            r => Re::Repeat(Box::new(r), min, max),
+        }
+    }
+
+    pub fn star(r: Re) -> Re {
+        Re::repeat(r, 0, None)
+    }
+
+    pub fn plus(r: Re) -> Re {
+        Re::repeat(r, 1, None)
+    }
+
+    pub fn opt(r: Re) -> Re {
+        match r {
+            Re::Repeat(inner, 1, None) => Re::Repeat(inner, 0, None),
+            r @ Re::Repeat(_, 0, _) => r,
+            Re::Empty => Re::Empty,
+            r => Re::repeat(r, 0, Some(1)),
+        }
+    }
+
+    /// Number of nodes, counting repetition bodies once per copy the engine
+    /// would expand (bounded repeats are unrolled downstream).
+    pub fn cost(&self) -> u64 {
+        match self {
+            Re::Nothing | Re::Empty | Re::Start | Re::End => 1,
+            Re::Chars(r) => 1 + r.len() as u64 / 8,
+            Re::Seq(v) | Re::Alt(v) => 1 + v.iter().map(|x| x.cost()).sum::<u64>(),
+            Re::Repeat(x, min, max) => {
+                let copies = max.unwrap_or(*min).max(*min).max(1) as u64;
+                1 + x.cost().saturating_mul(copies)
+            }
+        }
+    }
+
+    /// Whether the language contains the empty string (assertions count as
+    /// satisfied).
+    pub fn nullable(&self) -> bool {
+        match self {
+            Re::Nothing | Re::Chars(_) => false,
+            Re::Empty | Re::Start | Re::End => true,
+            Re::Seq(v) => v.iter().all(|x| x.nullable()),
+            Re::Alt(v) => v.iter().any(|x| x.nullable()),
+            Re::Repeat(x, min, _) => *min == 0 || x.nullable(),
+        }
+    }
+
+    pub fn has_assertions(&self) -> bool {
+        match self {
+            Re::Start | Re::End => true,
+            Re::Seq(v) | Re::Alt(v) => v.iter().any(|x| x.has_assertions()),
+            Re::Repeat(x, _, _) => x.has_assertions(),
+            _ => false,
+        }
+    }
+
+    /// Shortest and longest string lengths in characters (`None`: unbounded);
+    /// `None` overall for the empty language.
+    pub fn len_bounds(&self) -> Option<(u64, Option<u64>)> {
+        match self {
+            Re::Nothing => None,
+            Re::Empty | Re::Start | Re::End => Some((0, Some(0))),
+            Re::Chars(_) => Some((1, Some(1))),
+            Re::Seq(v) => {
+                let mut lo = 0u64;
+                let mut hi = Some(0u64);
+                for x in v {
+                    let (a, b) = x.len_bounds()?;
+                    lo = lo.saturating_add(a);
+                    hi = match (hi, b) {
+                        (Some(h), Some(b)) => Some(h.saturating_add(b)),
+                        _ => None,
+                    };
+                }
+                Some((lo, hi))
+            }
+            Re::Alt(v) => {
+                let mut res: Option<(u64, Option<u64>)> = None;
+                for x in v {
+                    if let Some((a, b)) = x.len_bounds() {
+                        res = Some(match res {
+                            None => (a, b),
+                            Some((lo, hi)) => (lo.min(a), match (hi, b) {
+                                (Some(h), Some(b)) => Some(h.max(b)),
+                                _ => None,
+                            }),
+                        });
+                    }
+                }
+                res
+            }
+            Re::Repeat(x, min, max) => match x.len_bounds() {
+                None => {
+                    if *min == 0 {
+                        Some((0, Some(0)))
+                    } else {
+                        None
+                    }
+                }
+                Some((a, b)) => {
+                    let lo = a.saturating_mul(*min as u64);
+                    let hi = match (b, max) {
+                        (Some(0), _) => Some(0),
+                        (Some(b), Some(m)) => Some(b.saturating_mul(*m as u64)),
+                        _ => None,
+                    };
+                    Some((lo, hi))
+                }
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_simplify() {
+        assert_eq!(Re::alt(vec![Re::char('a'), Re::char('b'), Re::Nothing]), Re::Chars(vec![(97, 98)]));
+        assert_eq!(Re::seq(vec![Re::Empty, Re::char('a')]), Re::char('a'));
+        assert_eq!(Re::seq(vec![Re::Nothing, Re::char('a')]), Re::Nothing);
+        assert_eq!(Re::star(Re::star(Re::char('a'))), Re::star(Re::char('a')));
+        assert_eq!(Re::alt(vec![Re::Empty, Re::lit("ab")]), Re::opt(Re::lit("ab")));
+        assert_eq!(norm_ranges(vec![(0xD000, 0xE100)]), vec![(0xD000, 0xD7FF), (0xE000, 0xE100)]);
+        assert_eq!(complement_ranges(&SCALARS), vec![]);
+        assert_eq!(Re::lit("abc").len_bounds(), Some((3, Some(3))));
+    }
+}

@@ -1,0 +1,496 @@
+//! The semantic model: a schema as the set of JSON values it accepts.
+//!
+//! A [`Shape`] splits that set by JSON type: a flag for null, a subset of the
+//! booleans, a [`NumLang`] for numbers, a [`Lang`] for strings, and unions of
+//! [`ArrAlt`] / [`ObjAlt`] alternatives for arrays and objects. Subschemas
+//! (property values, items) are [`NodeId`]s resolved lazily, which is what
+//! lets recursive schemas, intersections of recursive schemas and their
+//! complements terminate. Nodes are memoized by what they denote (a schema
+//! location in a context, or an and/or/not of other nodes).
+
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap as HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use crate::error::{Result, SchemaError, Warning};
+use crate::json::Json;
+use crate::numbers::NumLang;
+use crate::options::SchemaOptions;
+use crate::refs::{Index, LocId};
+use crate::strings::Lang;
+
+pub type NodeId = u32;
+pub type ScopeId = u32;
+
+/// The node accepting every value.
+pub const TRUE: NodeId = 0;
+/// The node accepting nothing.
+pub const FALSE: NodeId = 1;
+
+/// `contains` with its bounds: between `min` and `max` items at index ≥
+/// `from` match `node`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Contains {
+    pub node: NodeId,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub from: usize,
+}
+
+/// One alternative for arrays: a conjunction of array constraints.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ArrAlt {
+    /// Item `i < prefix.len()` matches `prefix[i]`.
+    pub prefix: Vec<NodeId>,
+    /// Items after the prefix.
+    pub rest: NodeId,
+    pub min: u64,
+    pub max: Option<u64>,
+    pub contains: Vec<Contains>,
+    pub unique: bool,
+    /// Annotations for `unevaluatedItems`: items below this index, all
+    /// items, or items matching one of these nodes were evaluated.
+    pub eval_prefix: usize,
+    pub eval_all: bool,
+    pub eval_contains: Vec<NodeId>,
+    /// Where `uniqueItems` came from (for messages).
+    pub origin: Rc<str>,
+}
+
+/// One alternative for objects: a conjunction of object constraints.
+#[derive(Debug, Clone)]
+pub struct ObjAlt {
+    /// Declared properties in output order: if present, the value matches.
+    pub props: Vec<(String, NodeId)>,
+    pub required: BTreeSet<String>,
+    /// Every key in the language (declared ones included) has a value
+    /// matching the node (`patternProperties`, `additionalProperties`,
+    /// `propertyNames`, `unevaluatedProperties`).
+    pub rules: Vec<(Lang, NodeId)>,
+    /// Some key in the language has a value matching the node (from `not`).
+    pub exists: Vec<(Lang, NodeId)>,
+    pub min: u64,
+    pub max: Option<u64>,
+    /// Keys evaluated (for `unevaluatedProperties`, and strict mode).
+    pub evaluated: Lang,
+    pub origin: Rc<str>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Shape {
+    pub null: bool,
+    /// `[false allowed, true allowed]`.
+    pub bools: [bool; 2],
+    pub num: NumLang,
+    pub str: Lang,
+    pub arr: Vec<ArrAlt>,
+    pub obj: Vec<ObjAlt>,
+}
+
+impl ArrAlt {
+    pub fn any(origin: Rc<str>) -> ArrAlt {
+        ArrAlt {
+            prefix: Vec::new(),
+            rest: TRUE,
+            min: 0,
+            max: None,
+            contains: Vec::new(),
+            unique: false,
+            eval_prefix: 0,
+            eval_all: false,
+            eval_contains: Vec::new(),
+            origin,
+        }
+    }
+
+    pub fn item(&self, i: usize) -> NodeId {
+        self.prefix.get(i).copied().unwrap_or(self.rest)
+    }
+
+    pub fn is_unconstrained(&self) -> bool {
+        self.prefix.iter().all(|&p| p == TRUE) && self.rest == TRUE && self.min == 0 && self.max.is_none() && self.contains.is_empty() && !self.unique
+    }
+}
+
+impl ObjAlt {
+    pub fn any(origin: Rc<str>) -> ObjAlt {
+        ObjAlt {
+            props: Vec::new(),
+            required: BTreeSet::new(),
+            rules: Vec::new(),
+            exists: Vec::new(),
+            min: 0,
+            max: None,
+            evaluated: Lang::Nothing,
+            origin,
+        }
+    }
+
+    pub fn prop(&self, name: &str) -> Option<NodeId> {
+        self.props.iter().find(|(n, _)| n == name).map(|(_, id)| *id)
+    }
+
+    pub fn is_unconstrained(&self) -> bool {
+        self.props.iter().all(|(_, p)| *p == TRUE) && self.required.is_empty() && self.rules.iter().all(|(_, n)| *n == TRUE) && self.exists.is_empty() && self.min == 0 && self.max.is_none()
+    }
+}
+
+impl Shape {
+    pub fn any(origin: &Rc<str>) -> Shape {
+        Shape {
+            null: true,
+            bools: [true, true],
+            num: NumLang::All,
+            str: Lang::All,
+            arr: vec![ArrAlt::any(origin.clone())],
+            obj: vec![ObjAlt::any(origin.clone())],
+        }
+    }
+
+    pub fn none() -> Shape {
+        Shape { null: false, bools: [false, false], num: NumLang::Nothing, str: Lang::Nothing, arr: Vec::new(), obj: Vec::new() }
+    }
+
+    /// Only objects, from these alternatives.
+    pub fn objects(alts: Vec<ObjAlt>) -> Shape {
+        Shape { obj: alts, ..Shape::none() }
+    }
+
+    /// Only arrays, from these alternatives.
+    pub fn arrays(alts: Vec<ArrAlt>) -> Shape {
+        Shape { arr: alts, ..Shape::none() }
+    }
+
+    /// Everything except objects.
+    pub fn non_objects(origin: &Rc<str>) -> Shape {
+        Shape { obj: Vec::new(), ..Shape::any(origin) }
+    }
+
+    /// Quick syntactic emptiness (children are not inspected).
+    pub fn is_trivially_empty(&self) -> bool {
+        !self.null
+            && !self.bools[0]
+            && !self.bools[1]
+            && matches!(self.num, NumLang::Nothing)
+            && matches!(self.str, Lang::Nothing)
+            && self.arr.is_empty()
+            && self.obj.is_empty()
+    }
+
+    /// Whether any object or array alternative carries annotations.
+    pub fn annotates(&self) -> bool {
+        self.obj.iter().any(|o| !matches!(o.evaluated, Lang::Nothing))
+            || self.arr.iter().any(|a| a.eval_all || a.eval_prefix > 0 || !a.eval_contains.is_empty())
+    }
+}
+
+/// What a node denotes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Key {
+    True,
+    False,
+    /// A schema location, in a dynamic scope, with or without the
+    /// annotations `unevaluated*` needs, at a value position (where strict
+    /// mode applies) or in place (`allOf` member, `$ref` target...).
+    Raw { loc: LocId, scope: ScopeId, ann: bool, value_pos: bool },
+    And(NodeId, NodeId),
+    Or(NodeId, NodeId),
+    Not(NodeId),
+    /// A literal value (`const`, `enum` members), by its compact text.
+    Literal(String),
+}
+
+pub struct Node {
+    pub key: Key,
+    pub shape: Option<Rc<Shape>>,
+    busy: bool,
+    /// The schema location this node comes from (for messages).
+    pub pointer: Rc<str>,
+}
+
+pub struct Builder<'a> {
+    pub ix: Index<'a>,
+    pub opts: SchemaOptions,
+    pub nodes: Vec<Node>,
+    memo: HashMap<Key, NodeId>,
+    /// Dynamic scopes: `$dynamicAnchor` name → outermost location binding it.
+    scopes: Vec<Vec<(String, LocId)>>,
+    scope_ids: HashMap<Vec<(String, LocId)>, ScopeId>,
+    pub warnings: Vec<Warning>,
+    deadline: Option<Instant>,
+    ticks: u32,
+}
+
+impl<'a> Builder<'a> {
+    pub fn new(ix: Index<'a>, opts: SchemaOptions) -> Builder<'a> {
+        let deadline = if opts.time_budget_ms > 0 { Some(Instant::now() + std::time::Duration::from_millis(opts.time_budget_ms)) } else { None };
+        let root: Rc<str> = Rc::from("");
+        let mut b = Builder {
+            ix,
+            opts,
+            nodes: Vec::new(),
+            memo: HashMap::default(),
+            scopes: vec![Vec::new()],
+            scope_ids: HashMap::default(),
+            warnings: Vec::new(),
+            deadline,
+            ticks: 0,
+        };
+        b.scope_ids.insert(Vec::new(), 0);
+        crate::automata::set_deadline(deadline);
+        let t = b.push(Key::True, root.clone());
+        b.nodes[t as usize].shape = Some(Rc::new(Shape::any(&root)));
+        let f = b.push(Key::False, root);
+        b.nodes[f as usize].shape = Some(Rc::new(Shape::none()));
+        b
+    }
+
+    fn push(&mut self, key: Key, pointer: Rc<str>) -> NodeId {
+        let id = self.nodes.len() as NodeId;
+        self.memo.insert(key.clone(), id);
+        self.nodes.push(Node { key, shape: None, busy: false, pointer });
+        id
+    }
+
+    /// Errors when the time budget is spent or too many nodes exist.
+    pub fn tick(&mut self, pointer: &str) -> Result<()> {
+        self.ticks = self.ticks.wrapping_add(1);
+        if self.nodes.len() > self.opts.max_nodes {
+            return Err(SchemaError::Limit {
+                pointer: pointer.to_string(),
+                reason: format!("more than {} schema nodes after expanding references and combinators", self.opts.max_nodes),
+            });
+        }
+        if self.ticks % 64 == 0 {
+            if let Some(d) = self.deadline {
+                if Instant::now() > d {
+                    return Err(SchemaError::Limit {
+                        pointer: pointer.to_string(),
+                        reason: format!("the translation took more than {} ms", self.opts.time_budget_ms),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reports a constraint that cannot be enforced: an error, or in
+    /// lenient mode a warning (and the caller drops the constraint).
+    pub fn refuse(&mut self, keyword: &str, pointer: &str, reason: impl Into<String>) -> Result<()> {
+        let reason = reason.into();
+        if self.opts.lenient {
+            self.warnings.push(Warning { keyword: keyword.to_string(), pointer: pointer.to_string(), message: format!("not enforced: {reason}") });
+            Ok(())
+        } else {
+            Err(SchemaError::Unsupported { keyword: keyword.to_string(), pointer: pointer.to_string(), reason })
+        }
+    }
+
+    pub fn warn(&mut self, keyword: &str, pointer: &str, message: impl Into<String>) {
+        self.warnings.push(Warning { keyword: keyword.to_string(), pointer: pointer.to_string(), message: message.into() });
+    }
+
+    // ------------------------------------------------------------ nodes --
+
+    pub fn raw_node(&mut self, loc: LocId, scope: ScopeId, ann: bool, value_pos: bool) -> NodeId {
+        // Boolean schemas need no context.
+        match self.ix.loc(loc).json {
+            Json::Bool(true) => return TRUE,
+            Json::Bool(false) => return FALSE,
+            _ => {}
+        }
+        let value_pos = value_pos && self.opts.strict;
+        let key = Key::Raw { loc, scope, ann, value_pos };
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let pointer: Rc<str> = Rc::from(self.ix.loc(loc).pointer.as_str());
+        self.push(key, pointer)
+    }
+
+    pub fn literal_node(&mut self, v: &Json) -> NodeId {
+        let key = Key::Literal(v.to_text());
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let origin: Rc<str> = Rc::from("");
+        let shape = self.literal_shape(v, &origin);
+        let id = self.push(key, origin);
+        self.nodes[id as usize].shape = Some(Rc::new(shape));
+        id
+    }
+
+    /// The shape accepting exactly `v`.
+    pub fn literal_shape(&mut self, v: &Json, origin: &Rc<str>) -> Shape {
+        let mut s = Shape::none();
+        match v {
+            Json::Null => s.null = true,
+            Json::Bool(b) => s.bools[*b as usize] = true,
+            Json::Num(d) => s.num = NumLang::set(vec![d.clone()]),
+            Json::Str(x) => s.str = Lang::set([x.clone()]),
+            Json::Arr(items) => {
+                let prefix = items.iter().map(|x| self.literal_node(x)).collect();
+                let n = items.len() as u64;
+                s.arr = vec![ArrAlt { prefix, rest: FALSE, min: n, max: Some(n), ..ArrAlt::any(origin.clone()) }];
+            }
+            Json::Obj(members) => {
+                let mut props: Vec<(String, NodeId)> = Vec::new();
+                for (k, x) in members {
+                    let id = self.literal_node(x);
+                    match props.iter_mut().find(|(n, _)| n == k) {
+                        Some(slot) => slot.1 = id,
+                        None => props.push((k.clone(), id)),
+                    }
+                }
+                let names: Vec<String> = props.iter().map(|(n, _)| n.clone()).collect();
+                let n = names.len() as u64;
+                s.obj = vec![ObjAlt {
+                    required: names.iter().cloned().collect(),
+                    rules: vec![(Lang::not(Lang::set(names)), FALSE)],
+                    props,
+                    min: n,
+                    max: Some(n),
+                    ..ObjAlt::any(origin.clone())
+                }];
+            }
+        }
+        s
+    }
+
+    pub fn and_node(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        if a == TRUE || a == b {
+            return b;
+        }
+        if b == TRUE {
+            return a;
+        }
+        if a == FALSE || b == FALSE {
+            return FALSE;
+        }
+        let key = Key::And(a.min(b), a.max(b));
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let p = self.nodes[a as usize].pointer.clone();
+        self.push(key, p)
+    }
+
+    pub fn or_node(&mut self, a: NodeId, b: NodeId) -> NodeId {
+        if a == FALSE || a == b {
+            return b;
+        }
+        if b == FALSE {
+            return a;
+        }
+        if a == TRUE || b == TRUE {
+            return TRUE;
+        }
+        let key = Key::Or(a.min(b), a.max(b));
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let p = self.nodes[a as usize].pointer.clone();
+        self.push(key, p)
+    }
+
+    pub fn not_node(&mut self, a: NodeId) -> NodeId {
+        match a {
+            TRUE => return FALSE,
+            FALSE => return TRUE,
+            _ => {}
+        }
+        if let Key::Not(x) = self.nodes[a as usize].key {
+            return x;
+        }
+        let key = Key::Not(a);
+        if let Some(&id) = self.memo.get(&key) {
+            return id;
+        }
+        let p = self.nodes[a as usize].pointer.clone();
+        self.push(key, p)
+    }
+
+    /// The shape of a node, computed on first use.
+    pub fn shape(&mut self, id: NodeId) -> Result<Rc<Shape>> {
+        if let Some(s) = &self.nodes[id as usize].shape {
+            return Ok(s.clone());
+        }
+        let pointer = self.nodes[id as usize].pointer.clone();
+        if self.nodes[id as usize].busy {
+            return Err(SchemaError::Invalid {
+                keyword: "$ref".into(),
+                pointer: pointer.to_string(),
+                reason: "the schema refers to itself without descending into a property or an item (infinite recursion)".into(),
+            });
+        }
+        self.tick(&pointer)?;
+        self.nodes[id as usize].busy = true;
+        let key = self.nodes[id as usize].key.clone();
+        let res = match key {
+            Key::True | Key::False | Key::Literal(_) => unreachable!("pre-computed"),
+            Key::Raw { loc, scope, ann, value_pos } => self.raw_shape(loc, scope, ann, value_pos),
+            Key::And(a, b) => {
+                let (sa, sb) = (self.shape(a), self.shape(b));
+                match (sa, sb) {
+                    (Ok(sa), Ok(sb)) => self.shape_and(&sa, &sb, &pointer),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                }
+            }
+            Key::Or(a, b) => {
+                let (sa, sb) = (self.shape(a), self.shape(b));
+                match (sa, sb) {
+                    (Ok(sa), Ok(sb)) => Ok(self.shape_or(&sa, &sb)),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                }
+            }
+            Key::Not(a) => match self.shape(a) {
+                Ok(sa) => self.shape_not(&sa, &pointer),
+                Err(e) => Err(e),
+            },
+        };
+        self.nodes[id as usize].busy = false;
+        let shape = Rc::new(res?);
+        self.nodes[id as usize].shape = Some(shape.clone());
+        Ok(shape)
+    }
+
+    pub fn is_busy(&self, id: NodeId) -> bool {
+        self.nodes[id as usize].busy
+    }
+
+    // ----------------------------------------------------------- scopes --
+
+    pub fn scope_lookup(&self, scope: ScopeId, name: &str) -> Option<LocId> {
+        self.scopes[scope as usize].iter().find(|(n, _)| n == name).map(|(_, l)| *l)
+    }
+
+    /// The scope after entering the resource `uri`: its dynamic anchors are
+    /// bound unless an outer resource bound them first.
+    pub fn enter_scope(&mut self, scope: ScopeId, uri: &str) -> ScopeId {
+        let anchors = self.ix.resource_dynamic_anchors(uri);
+        if anchors.is_empty() {
+            return scope;
+        }
+        let mut bindings = self.scopes[scope as usize].clone();
+        let mut changed = false;
+        for (name, loc) in anchors {
+            if !bindings.iter().any(|(n, _)| *n == name) {
+                bindings.push((name, loc));
+                changed = true;
+            }
+        }
+        if !changed {
+            return scope;
+        }
+        bindings.sort();
+        if let Some(&id) = self.scope_ids.get(&bindings) {
+            return id;
+        }
+        let id = self.scopes.len() as ScopeId;
+        self.scopes.push(bindings.clone());
+        self.scope_ids.insert(bindings, id);
+        id
+    }
+}

@@ -1,0 +1,258 @@
+//! JSON Schema → grammar → engine, driven byte by byte.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use formcast_engine::{Budget, CompileOptions, CompiledGrammar, Matcher, VocabIndex};
+use formcast_jsonschema::{json_schema_str_to_grammar, SchemaError, SchemaOptions, Style, Whitespace};
+use formcast_tokenizer::{Vocab, VocabKind};
+
+fn vocab() -> Arc<VocabIndex> {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    tokens.push(b"<eos>".to_vec());
+    let v = Vocab { tokens, special: vec![256], stop: vec![256], logits_size: 257, kind: VocabKind::Raw };
+    Arc::new(VocabIndex::new(&v).unwrap())
+}
+
+struct G {
+    cg: Arc<CompiledGrammar>,
+}
+
+impl G {
+    fn new(schema: &str, opts: &SchemaOptions) -> G {
+        let (g, _) = json_schema_str_to_grammar(schema, opts).unwrap_or_else(|e| panic!("{schema}: {e}"));
+        let cg = CompiledGrammar::compile(&g, vocab(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
+        G { cg: Arc::new(cg) }
+    }
+
+    fn compact(schema: &str) -> G {
+        G::new(schema, &compact(true))
+    }
+
+    fn accepts(&self, text: &str) -> bool {
+        let mut m = Matcher::new(self.cg.clone(), false, None).unwrap();
+        m.accept_bytes(text.as_bytes()).unwrap() && m.can_end()
+    }
+
+    fn check(&self, yes: &[&str], no: &[&str]) {
+        for t in yes {
+            assert!(self.accepts(t), "should accept {t}");
+        }
+        for t in no {
+            assert!(!self.accepts(t), "should reject {t}");
+        }
+    }
+}
+
+fn compact(strict: bool) -> SchemaOptions {
+    SchemaOptions { whitespace: Whitespace::Compact, strict, ..Default::default() }
+}
+
+fn err(schema: &str, opts: &SchemaOptions) -> SchemaError {
+    json_schema_str_to_grammar(schema, opts).err().unwrap_or_else(|| panic!("{schema} should be refused"))
+}
+
+#[test]
+fn integer_ranges_are_exact() {
+    let g = G::compact(r##"{"type": "integer", "minimum": -15, "exclusiveMaximum": 1024}"##);
+    g.check(&["-15", "0", "7", "1023", "999"], &["-16", "1024", "1025", "-0", "007", "1.5", "1e2"]);
+    let g = G::compact(r##"{"type": "integer", "minimum": 12345678901234567890123}"##);
+    g.check(&["12345678901234567890123", "99999999999999999999999", "123456789012345678901234"], &["12345678901234567890122", "1"]);
+}
+
+#[test]
+fn number_ranges_with_fractions_are_exact() {
+    let g = G::compact(r##"{"type": "number", "exclusiveMinimum": 0, "maximum": 1.5}"##);
+    g.check(&["0.001", "1", "1.5", "1.499", "0.5"], &["0", "-0.1", "1.5001", "2", "1.50"]);
+    let g = G::compact(r##"{"type": "number", "multipleOf": 0.01, "minimum": -1}"##);
+    g.check(&["19.99", "-1", "-0.99", "3"], &["19.999", "-1.01", "0.001"]);
+    // Unconstrained numbers keep the full JSON syntax.
+    G::compact(r##"{"type": "number"}"##).check(&["1.0", "-0", "1e-7", "2.5E+3"], &["01", ".5", "1."]);
+}
+
+#[test]
+fn large_bounds_compile_fast() {
+    let t = Instant::now();
+    let g = G::compact(r##"{"type": "string", "maxLength": 10000}"##);
+    let mut s = String::from("\"");
+    s.push_str(&"ab\\n".repeat(3333));
+    s.push_str("x\"");
+    assert!(g.accepts(&s), "10000 characters, escapes counted once");
+    assert!(!g.accepts(&format!("\"{}\"", "a".repeat(10001))));
+    let g2 = G::compact(r##"{"type": "integer", "minimum": -1e300, "maximum": 1e300}"##);
+    assert!(g2.accepts(&"9".repeat(300)) && !g2.accepts(&format!("1{}", "0".repeat(301))));
+    assert!(t.elapsed().as_secs_f64() < 5.0, "took {:?}", t.elapsed());
+}
+
+#[test]
+fn lengths_count_characters() {
+    let g = G::compact(r##"{"type": "string", "minLength": 2, "maxLength": 3}"##);
+    g.check(&[r##""ab""##, r##""a\n""##, r##""💩💩""##, r##""é\"x""##], &[r##""a""##, r##""💩""##, r##""abcd""##]);
+}
+
+#[test]
+fn patterns_are_unanchored_and_ecma() {
+    let g = G::compact(r##"{"type": "string", "pattern": "a[0-9]"}"##);
+    g.check(&[r##""xa1y""##, r##""a9""##], &[r##""ab""##, r##""""##]);
+    let g = G::compact(r##"{"type": "string", "pattern": "^\\d+$"}"##);
+    g.check(&[r##""123""##], &[r##""١٢""##, r##""12a""##]);
+}
+
+#[test]
+fn formats_are_enforced() {
+    let g = G::compact(r##"{"type": "string", "format": "date"}"##);
+    g.check(&[r##""2020-02-29""##], &[r##""2021-02-29""##, r##""2020-13-01""##]);
+    let g = G::compact(r##"{"type": "string", "format": "date-time"}"##);
+    g.check(&[r##""1998-12-31T23:59:60Z""##, r##""1998-12-31T15:59:60.123-08:00""##], &[r##""1998-12-31T23:58:60Z""##]);
+    let g = G::compact(r##"{"type": "string", "format": "ipv4"}"##);
+    g.check(&[r##""192.168.0.1""##], &[r##""256.1.1.1""##, r##""01.1.1.1""##]);
+}
+
+#[test]
+fn objects_properties_and_additional() {
+    let s = r##"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"], "additionalProperties": {"type": "boolean"}}"##;
+    let g = G::new(s, &compact(false));
+    g.check(&[r##"{"a":1}"##, r##"{"a":1,"b":"x"}"##, r##"{"a":1,"zz":true}"##, r##"{"a":1,"b":"x","c":false,"d":true}"##], &[r##"{}"##, r##"{"b":"x"}"##, r##"{"a":1,"zz":1}"##, r##"{"a":1,"a":2}"##, r##"{"a":1,"b":1}"##]);
+    // Strict mode: undeclared properties are out unless allowed.
+    let g = G::compact(r##"{"type": "object", "properties": {"a": {"type": "integer"}}}"##);
+    g.check(&[r##"{}"##, r##"{"a":1}"##], &[r##"{"b":1}"##]);
+    // Pattern properties and property names.
+    let g = G::new(r##"{"patternProperties": {"^x_": {"type": "integer"}}, "propertyNames": {"maxLength": 3}, "additionalProperties": false}"##, &compact(false));
+    g.check(&[r##"{"x_a":1}"##, r##"{}"##], &[r##"{"x_ab":1}"##, r##"{"y":1}"##, r##"{"x_a":"s"}"##]);
+}
+
+#[test]
+fn dependencies_and_counts() {
+    let g = G::new(r##"{"dependentRequired": {"a": ["b"]}, "maxProperties": 2}"##, &compact(false));
+    g.check(&[r##"{"b":1}"##, r##"{"a":1,"b":2}"##, r##"{"x":1,"y":2}"##], &[r##"{"a":1}"##, r##"{"a":1,"b":2,"c":3}"##]);
+    let g = G::new(r##"{"dependentSchemas": {"a": {"required": ["c"]}}}"##, &compact(false));
+    g.check(&[r##"{"a":1,"c":2}"##, r##"{"c":2}"##], &[r##"{"a":1}"##]);
+}
+
+#[test]
+fn combinators_are_exact() {
+    // oneOf with overlapping branches: exactly one must hold.
+    let g = G::compact(r##"{"oneOf": [{"type": "integer"}, {"minimum": 2}]}"##);
+    g.check(&["1", "2.5", "-3"], &["2", "3", "1.5"]);
+    let g = G::compact(r##"{"not": {"type": ["string", "null"]}}"##);
+    g.check(&["1", "true", "[]"], &["\"a\"", "null"]);
+    let g = G::compact(r##"{"if": {"minimum": 10}, "then": {"multipleOf": 5}, "else": {"maximum": 3}}"##);
+    g.check(&["10", "15", "3", "\"s\""], &["11", "4"]);
+    let g = G::compact(r##"{"allOf": [{"properties": {"a": {"minimum": 0}}}, {"properties": {"a": {"maximum": 9}}, "required": ["a"]}]}"##);
+    g.check(&[r##"{"a":5}"##], &[r##"{"a":10}"##, r##"{}"##]);
+}
+
+#[test]
+fn recursive_refs() {
+    let s = r##"{"$defs": {"node": {"type": "object", "properties": {"v": {"type": "integer"}, "next": {"$ref": "#/$defs/node"}}, "required": ["v"]}}, "$ref": "#/$defs/node"}"##;
+    let g = G::compact(s);
+    g.check(&[r##"{"v":1}"##, r##"{"v":1,"next":{"v":2,"next":{"v":3}}}"##], &[r##"{"v":1,"next":{}}"##]);
+    let e = err(r##"{"$ref": "#"}"##, &compact(true));
+    assert!(e.to_string().contains("infinite recursion"), "{e}");
+}
+
+#[test]
+fn unique_items_finite_or_refused() {
+    let g = G::compact(r##"{"type": "array", "items": {"enum": ["a", "b", "c"]}, "uniqueItems": true}"##);
+    g.check(&[r##"[]"##, r##"["a","c"]"##, r##"["c","b","a"]"##], &[r##"["a","a"]"##, r##"["a","b","a"]"##]);
+    let e = err(r##"{"properties": {"tags": {"type": "array", "uniqueItems": true}}}"##, &compact(true));
+    let msg = e.to_string();
+    assert!(msg.contains("'uniqueItems'") && msg.contains("/properties/tags") && msg.contains("not finite"), "{msg}");
+}
+
+#[test]
+fn lenient_mode_reports_what_it_drops() {
+    let opts = SchemaOptions { lenient: true, ..compact(true) };
+    let (_, warnings) = json_schema_str_to_grammar(r##"{"properties": {"tags": {"type": "array", "uniqueItems": true}}}"##, &opts).unwrap();
+    assert_eq!(warnings.len(), 1);
+    assert_eq!(warnings[0].keyword, "uniqueItems");
+    assert_eq!(warnings[0].pointer, "/properties/tags/uniqueItems");
+}
+
+#[test]
+fn remote_refs_are_refused() {
+    let e = err(r##"{"$ref": "http://example.com/other.json"}"##, &compact(true));
+    assert!(matches!(e, SchemaError::Reference { .. }), "{e}");
+}
+
+#[test]
+fn unsatisfiable_schemas() {
+    assert_eq!(err("false", &compact(true)), SchemaError::Unsatisfiable);
+    assert_eq!(err(r##"{"type": "integer", "minimum": 5, "maximum": 4}"##, &compact(true)), SchemaError::Unsatisfiable);
+}
+
+#[test]
+fn whitespace_is_bounded_and_dumps_layout_is_exact() {
+    let g = G::new(r##"{"type": "array", "items": {"type": "integer"}}"##, &SchemaOptions { whitespace: Whitespace::Any { max_per_gap: 3 }, ..Default::default() });
+    g.check(&["[1, 2]", "[\n 1,\n 2\n]", "[1,2]"], &["[1,    2]"]);
+    let s = r##"{"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}}, "b": {"type": "object"}}, "required": ["a", "b"]}"##;
+    let g = G::new(s, &SchemaOptions { whitespace: Whitespace::dumps(Some(2)), ..Default::default() });
+    g.check(&["{\n  \"a\": [\n    1,\n    2\n  ],\n  \"b\": {}\n}", "{\n  \"a\": [],\n  \"b\": {}\n}"], &["{\"a\": [1, 2], \"b\": {}}"]);
+    let g = G::new(s, &SchemaOptions { whitespace: Whitespace::dumps(None), ..Default::default() });
+    g.check(&["{\"a\": [1, 2], \"b\": {}}"], &["{\"a\":[1,2],\"b\":{}}"]);
+}
+
+#[test]
+fn any_order_tracks_required() {
+    let s = r##"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["a", "c"]}"##;
+    let g = G::new(s, &SchemaOptions { any_order: true, ..compact(true) });
+    g.check(&[r##"{"c":1,"a":2}"##, r##"{"b":0,"c":1,"a":2}"##, r##"{"a":1,"c":2}"##], &[r##"{"b":1,"a":2}"##, r##"{"a":1,"c":2,"a":3}"##]);
+}
+
+fn style(s: Style) -> SchemaOptions {
+    SchemaOptions { style: s, ..Default::default() }
+}
+
+#[test]
+fn xml_styles_match_the_reference_examples() {
+    let weather = r##"{"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}}, "required": ["city"]}"##;
+    let cases: &[(Style, &[&str], &[&str])] = &[
+        (Style::QwenXml, &["<parameter=city>\nParis\n</parameter>", "<parameter=city>Paris</parameter>\n<parameter=days> 3 </parameter>"], &["<parameter=days>3</parameter>", "<parameter=city>a</parameter>b</parameter>"]),
+        (Style::MinimaxXml, &["<parameter name=\"city\">Paris</parameter>"], &["<parameter=city>Paris</parameter>"]),
+        (Style::MinimaxM3Xml, &["]<]minimax[>[<city>Paris]<]minimax[>[</city>"], &["<city>Paris</city>"]),
+        (Style::DeepseekXml, &["<｜DSML｜parameter name=\"city\" string=\"true\">Paris</｜DSML｜parameter>\n<｜DSML｜parameter name=\"days\" string=\"false\">3</｜DSML｜parameter>"], &["<｜DSML｜parameter name=\"city\" string=\"false\">Paris</｜DSML｜parameter>"]),
+        (Style::DeepseekV41Xml, &["<｜DSML｜ parameter name=\"city\" string=\"true\">Paris</｜DSML｜ parameter>"], &[]),
+        (Style::GlmXml, &["<arg_key>city</arg_key><arg_value>Paris</arg_value>", "<arg_key>city</arg_key>\n<arg_value>Paris</arg_value><arg_key>days</arg_key><arg_value>2</arg_value>"], &[]),
+        (Style::CohereXml, &["<cofl:value name=\"city\" type=\"raw\">Paris</cofl:value>", "<cofl:value name=\"city\" type=\"raw\">P</cofl:value><cofl:value name=\"days\" type=\"json\">2</cofl:value>"], &["<cofl:value name=\"city\" type=\"json\">Paris</cofl:value>"]),
+        (Style::KimiK3Xml, &["<|open|>argument key=\"city\" type=\"string\"<|sep|>Paris<|close|>argument<|sep|>", "<|open|>argument key=\"city\" type=\"string\"<|sep|>P<|close|>argument<|sep|><|open|>argument key=\"days\" type=\"number\"<|sep|>2<|close|>argument<|sep|>"], &["<|open|>argument key=\"city\" type=\"number\"<|sep|>2<|close|>argument<|sep|>"]),
+    ];
+    for (st, yes, no) in cases {
+        let g = G::new(weather, &style(*st));
+        for t in *yes {
+            assert!(g.accepts(t), "{st:?} should accept {t:?}");
+        }
+        for t in *no {
+            assert!(!g.accepts(t), "{st:?} should reject {t:?}");
+        }
+    }
+}
+
+#[test]
+fn xml_nested_values() {
+    let s = r##"{"type": "object", "properties": {"p": {"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}, "l": {"type": "array", "items": {"type": "string"}}}, "required": ["p"]}"##;
+    let g = G::new(s, &style(Style::QwenXml));
+    g.check(&["<parameter=p>{\"x\": 1}</parameter>"], &["<parameter=p>{}</parameter>"]);
+    let g = G::new(s, &style(Style::MinimaxM3Xml));
+    g.check(&["]<]minimax[>[<p>]<]minimax[>[<x>1]<]minimax[>[</x>]<]minimax[>[</p>]<]minimax[>[<l>]<]minimax[>[<item>a]<]minimax[>[</item>]<]minimax[>[</l>"], &[]);
+    let g = G::new(s, &style(Style::CohereXml));
+    g.check(&["<cofl:value name=\"p\" type=\"dict\"><cofl:value name=\"x\" type=\"json\">1</cofl:value></cofl:value><cofl:value name=\"l\" type=\"list\"><cofl:value type=\"raw\">a</cofl:value></cofl:value>"], &[]);
+    assert!(json_schema_str_to_grammar(r##"{"type": "integer"}"##, &style(Style::QwenXml)).is_err());
+}
+
+#[test]
+fn giant_schemas_compile_or_fail_cleanly() {
+    // 3000 definitions chained by $ref.
+    let mut defs = Vec::new();
+    for i in 0..3000 {
+        defs.push(format!(r##""d{i}": {{"type": "object", "properties": {{"v": {{"type": "integer"}}, "n": {{"$ref": "#/$defs/d{}"}}}}}}"##, (i + 1) % 3000));
+    }
+    let s = format!(r##"{{"$defs": {{{}}}, "$ref": "#/$defs/d0"}}"##, defs.join(","));
+    let t = Instant::now();
+    let res = json_schema_str_to_grammar(&s, &compact(true));
+    assert!(t.elapsed().as_secs_f64() < 10.0);
+    let (g, _) = res.unwrap();
+    assert!(g.rules.len() >= 3000);
+    // A budget too small fails with a limit error, not a hang.
+    let tight = SchemaOptions { max_nodes: 100, ..compact(true) };
+    assert!(matches!(json_schema_str_to_grammar(&s, &tight), Err(SchemaError::Limit { .. })));
+}
