@@ -1,0 +1,1 @@
+"""Text-to-JSON formatting (the SPOT formatter): data, converters, evaluation runs."""
