@@ -216,3 +216,11 @@ def test_cli_reports_bad_dataset_line(tmp_path, capsys):
     bad.write_text(json.dumps({"input_text": "x", "json_schema": {}, "gold_json": {}}) + "\n{oops\n")
     assert main(["eval", "--data", str(bad), "--out", str(tmp_path / "o"), "--base-url", "http://127.0.0.1:9/v1"]) == 2
     assert f"{bad}:2: not valid JSON" in capsys.readouterr().err
+
+
+def test_json_object_response_format_for_llama_cpp_style_servers():
+    with FakeOpenAI(oracle) as server:
+        Formatter("m", base_url=server.base_url, schema_format="json_object").format("Giraffe sits near The Rice Boat.", SCHEMA)
+        assert server.requests[-1]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    with pytest.raises(ValueError, match="schema_format"):
+        Formatter("m", base_url="http://127.0.0.1:9/v1", schema_format="grammar").backend

@@ -112,6 +112,11 @@ class OpenAIBackend:
         max_retries: the client's retries on connection errors and 5xx/429.
         system_prompt: an optional system message before the prompt.
         extra_body: extra JSON fields for every request (e.g. ``{"top_k": 50}``).
+        schema_format: how constrained requests carry the schema:
+            ``"json_schema"`` (default, the OpenAI form
+            ``{"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``)
+            or ``"json_object"`` (``{"type": "json_object", "schema": ...}``,
+            the form llama-cpp-python's server and some hosted APIs take).
     """
 
     name = "openai"
@@ -128,8 +133,13 @@ class OpenAIBackend:
         system_prompt: str | None = None,
         extra_body: Mapping[str, Any] | None = None,
         client: Any | None = None,
+        schema_format: str = "json_schema",
     ) -> None:
         import os
+
+        if schema_format not in ("json_schema", "json_object"):
+            raise ValueError(f"schema_format must be 'json_schema' or 'json_object', not {schema_format!r}")
+        self.schema_format = schema_format
 
         import openai
 
@@ -182,10 +192,13 @@ class OpenAIBackend:
         if request.seed is not None:
             kwargs["seed"] = request.seed
         if request.schema is not None:
-            kwargs["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": request.schema_name, "schema": dict(request.schema), "strict": True},
-            }
+            if self.schema_format == "json_object":
+                kwargs["response_format"] = {"type": "json_object", "schema": dict(request.schema)}
+            else:
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": request.schema_name, "schema": dict(request.schema), "strict": True},
+                }
         if self.extra_body:
             kwargs["extra_body"] = self.extra_body
         try:

@@ -33,6 +33,13 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--top-p", type=float, default=0.9)
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
     g.add_argument("--workers", type=int, default=1, help="parallel requests")
+    g.add_argument(
+        "--response-format",
+        choices=["json_schema", "json_object"],
+        default="json_schema",
+        help="how constrained requests carry the schema: OpenAI json_schema (default), or "
+        "{type: json_object, schema} as llama-cpp-python's server takes",
+    )
 
 
 def _formatter(args: argparse.Namespace) -> Any:
@@ -43,7 +50,7 @@ def _formatter(args: argparse.Namespace) -> Any:
     options: dict[str, Any] = {}
     backend = args.backend or ("openai" if args.base_url else "local")
     if backend == "openai":
-        options = {"api_key": args.api_key, "timeout": args.timeout}
+        options = {"api_key": args.api_key, "timeout": args.timeout, "schema_format": args.response_format}
     return Formatter(
         args.model,
         base_url=args.base_url,

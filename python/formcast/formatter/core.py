@@ -160,6 +160,8 @@ class Formatter:
         }
         if self._backend_spec and self._backend_spec[1].get("base_url"):
             out["base_url"] = self._backend_spec[1]["base_url"]
+        if self._backend_spec and self._backend_spec[1].get("schema_format", "json_schema") != "json_schema":
+            out["schema_format"] = self._backend_spec[1]["schema_format"]
         if isinstance(self._backend, OpenAIBackend):
             out["model"] = self._backend._model or self.model
         return out
