@@ -5,7 +5,8 @@
 //! vocabulary is computed on first use and shared by all matchers:
 //! - a per-DFA-state *partition* of the vocabulary: tokens a state accepts
 //!   on its own bytes whatever the stack holds, plus the trie nodes where the
-//!   answer depends on the stack (see [`Partition`]);
+//!   answer depends on the stack (see [`Partition`]; shared with every other
+//!   grammar compiled for the same vocabulary through [`crate::partition`]);
 //! - a cache of whole masks keyed by the canonical hash of a parser state.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -14,10 +15,11 @@ use std::time::Duration;
 use formcast_grammar::Grammar;
 use rustc_hash::FxHashMap;
 
-use crate::automaton::{build_automaton, flags, Automaton, AutomatonLimits, StateId, DEAD};
+use crate::automaton::{build_automaton, Automaton, AutomatonLimits, StateId};
 use crate::error::EngineError;
 use crate::limits::Budget;
 use crate::mask::StoredMask;
+use crate::partition::{partition_of, Partition};
 use crate::vocab_index::VocabIndex;
 
 /// Options for compilation.
@@ -32,31 +34,6 @@ impl Default for CompileOptions {
     fn default() -> Self {
         CompileOptions { automaton: AutomatonLimits::default(), mask_cache_bytes: 64 << 20 }
     }
-}
-
-/// The vocabulary as seen from one DFA state, ignoring the parser stack.
-///
-/// Walking the trie from the state through transitions that stay inside the
-/// rule and pass only states that neither finish the rule nor call another,
-/// every token that ends on such a path is accepted in any context (`accept`).
-/// The walk stops at the first state that may finish or call (`frontier`):
-/// those subtrees depend on the stack and are walked per request. Tokens
-/// rejected before any frontier are rejected in every context.
-#[derive(Debug)]
-pub struct Partition {
-    pub accept: StoredMask,
-    pub frontier: Vec<(u32, StateId)>,
-}
-
-/// The bytes on which state `s` stays in `s`.
-fn self_loop_bytes(a: &Automaton, s: StateId) -> [u64; 4] {
-    let mut out = [0u64; 4];
-    for b in 0..256usize {
-        if a.next(s, b as u8) == s {
-            out[b / 64] |= 1 << (b % 64);
-        }
-    }
-    out
 }
 
 pub(crate) struct MaskCache {
@@ -122,52 +99,7 @@ impl CompiledGrammar {
 
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
-        self.partitions[s as usize].get_or_init(|| Arc::new(self.compute_partition(s))).clone()
-    }
-
-    fn compute_partition(&self, s: StateId) -> Partition {
-        let a = &self.automaton;
-        let v = &*self.vocab;
-        let nodes = &v.nodes;
-        let mut accept: Vec<u32> = Vec::new();
-        let mut frontier = Vec::new();
-        let mut loops: FxHashMap<StateId, [u64; 4]> = FxHashMap::default();
-        // (subtree end, state) per depth.
-        let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
-        let mut i = 1usize;
-        let total = nodes.len();
-        while i < total {
-            while i as u32 >= stack.last().unwrap().0 {
-                stack.pop();
-            }
-            let st = stack.last().unwrap().1;
-            let node = nodes[i];
-            let t = a.next(st, node.byte);
-            if t == DEAD {
-                i = node.end as usize;
-                continue;
-            }
-            if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
-                frontier.push((i as u32, t));
-                i = node.end as usize;
-                continue;
-            }
-            // Every byte below loops on `t` (inside a string, say): the whole
-            // subtree is accepted without visiting it.
-            let lp = *loops.entry(t).or_insert_with(|| self_loop_bytes(a, t));
-            let below = v.below[i];
-            if (0..4).all(|k| below[k] & !lp[k] == 0) {
-                accept.extend_from_slice(v.subtree_tokens(i));
-                i = node.end as usize;
-                continue;
-            }
-            accept.extend_from_slice(v.tokens_at(i));
-            if node.end as usize > i + 1 {
-                stack.push((node.end, t));
-            }
-            i += 1;
-        }
-        Partition { accept: StoredMask::from_ids(accept, v.logits_size), frontier }
+        self.partitions[s as usize].get_or_init(|| Arc::new(partition_of(&self.automaton, &self.vocab, s))).clone()
     }
 
     pub(crate) fn cached_mask(&self, key: u128) -> Option<Arc<StoredMask>> {

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod mask;
 pub mod matcher;
 pub mod parser;
+pub mod partition;
 pub mod vocab_index;
 
 pub use bitset::Bitset;

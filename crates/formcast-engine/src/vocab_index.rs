@@ -9,6 +9,7 @@ use formcast_tokenizer::Vocab;
 
 use crate::bitset::Bitset;
 use crate::error::EngineError;
+use crate::partition::PartitionCache;
 
 /// One trie node: the byte leading into it, the end of its subtree, and the
 /// tokens whose bytes end exactly here.
@@ -45,11 +46,22 @@ pub struct VocabIndex {
     /// set). Lets a walk accept a whole subtree at once when every byte in it
     /// keeps the automaton in the same state.
     pub below: Vec<[u64; 4]>,
+    /// Per node: the length of the longest path strictly below it (0 for a
+    /// leaf), capped at `u16::MAX`. With `below`, lets a walk accept a
+    /// subtree at once when every path in it stays on a chain of states
+    /// (a length-bounded string: "up to 17 more characters").
+    pub height: Vec<u16>,
     /// Per node (plus one past the end): index into `node_tokens` where the
     /// node's subtree starts; a subtree's tokens are
     /// `node_tokens[tok_base[i]..tok_base[nodes[i].end]]`.
     pub tok_base: Vec<u32>,
+    /// Per-DFA-state vocabulary partitions, shared by every grammar compiled
+    /// for this vocabulary (see [`crate::partition`]).
+    pub partitions: PartitionCache,
 }
+
+/// Byte budget of the shared partition cache.
+const PARTITION_CACHE_BYTES: usize = 256 << 20;
 
 impl VocabIndex {
     /// Builds the index (sorting and laying out the trie).
@@ -114,7 +126,11 @@ impl VocabIndex {
         tok_base.push(node_tokens.len() as u32);
         // Children come after their parent in DFS order: fold bottom-up.
         let mut below = vec![[0u64; 4]; nodes.len()];
+        let mut height = vec![0u16; nodes.len()];
         for i in (1..nodes.len()).rev() {
+            let h = height[i].saturating_add(1);
+            let hp = &mut height[parent[i] as usize];
+            *hp = (*hp).max(h);
             let mut mine = below[i];
             let b = nodes[i].byte;
             mine[b as usize / 64] |= 1 << (b % 64);
@@ -134,7 +150,9 @@ impl VocabIndex {
             node_tokens,
             max_token_len,
             below,
+            height,
             tok_base,
+            partitions: PartitionCache::new(PARTITION_CACHE_BYTES),
         })
     }
 

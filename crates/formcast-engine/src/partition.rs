@@ -1,0 +1,294 @@
+//! Per-DFA-state partitions of the vocabulary, shared across grammars.
+//!
+//! A state's partition (see [`Partition`]) depends only on the part of its
+//! rule's DFA reachable from it without passing a state that finishes the
+//! rule or calls another (its *local automaton*), and on the vocabulary.
+//! Different grammars reach the same local automata all the time — every
+//! JSON string body, the same length-bounded blocks, the same literals — so
+//! partitions are kept in a cache owned by the [`VocabIndex`], keyed by a
+//! canonical encoding of the local automaton. The first grammar that meets
+//! a JSON string walks the 128k-token trie once; every later grammar using
+//! the same tokenizer gets the result for the cost of encoding a few states.
+
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+
+use crate::automaton::{flags, Automaton, StateId, DEAD};
+use crate::mask::StoredMask;
+use crate::parser::mix;
+use crate::vocab_index::VocabIndex;
+
+/// The vocabulary as seen from one DFA state, ignoring the parser stack.
+///
+/// Walking the trie from the state through transitions that stay inside the
+/// rule and pass only states that neither finish the rule nor call another,
+/// every token that ends on such a path is accepted in any context (`accept`).
+/// The walk stops at the first state that may finish or call (`frontier`):
+/// those subtrees depend on the stack and are walked per request. Tokens
+/// rejected before any frontier are rejected in every context.
+#[derive(Debug)]
+pub struct Partition {
+    pub accept: Arc<StoredMask>,
+    /// `(trie node, state reached at that node)`.
+    pub frontier: Vec<(u32, StateId)>,
+}
+
+/// A partition in canonical terms: frontier states are indices into the
+/// local automaton's list of exit states.
+#[derive(Debug)]
+struct SharedPartition {
+    signature: Vec<u32>,
+    accept: Arc<StoredMask>,
+    frontier: Vec<(u32, u32)>,
+}
+
+/// The cache of shared partitions, bounded in bytes (cleared when full:
+/// simple, and refilled by the next few grammars).
+#[derive(Debug)]
+pub struct PartitionCache {
+    map: Mutex<(FxHashMap<u128, Arc<SharedPartition>>, usize)>,
+    limit: usize,
+}
+
+impl PartitionCache {
+    pub fn new(limit_bytes: usize) -> PartitionCache {
+        PartitionCache { map: Mutex::new((FxHashMap::default(), 0)), limit: limit_bytes }
+    }
+
+    fn get(&self, key: u128, signature: &[u32]) -> Option<Arc<SharedPartition>> {
+        let m = self.map.lock().ok()?;
+        m.0.get(&key).filter(|p| p.signature == signature).cloned()
+    }
+
+    fn put(&self, key: u128, p: Arc<SharedPartition>) {
+        let size = p.signature.len() * 4 + p.accept.heap_bytes() + p.frontier.len() * 8 + 96;
+        if size > self.limit {
+            return;
+        }
+        if let Ok(mut m) = self.map.lock() {
+            if m.1 + size > self.limit {
+                m.0.clear();
+                m.1 = 0;
+            }
+            if m.0.insert(key, p).is_none() {
+                m.1 += size;
+            }
+        }
+    }
+
+    /// Bytes held.
+    pub fn bytes(&self) -> usize {
+        self.map.lock().map(|m| m.1).unwrap_or(0)
+    }
+}
+
+/// Local automata larger than this are not shared (encoding them would cost
+/// about as much as the walk they save).
+const MAX_SHARED_STATES: usize = 4096;
+
+/// The canonical encoding of the local automaton of `s`: states numbered in
+/// breadth-first order over bytes 0..=255, each state's targets written
+/// (run-length encoded over bytes) as dead, interior index, or exit index (exits — states that finish or
+/// call — are leaves). Returns the encoding and the exit states in index
+/// order, or `None` when the local automaton is too large to share.
+fn local_signature(a: &Automaton, s: StateId) -> Option<(Vec<u32>, Vec<StateId>)> {
+    const EXIT: u32 = 1 << 31;
+    let mut interior: FxHashMap<StateId, u32> = FxHashMap::default();
+    let mut exits: FxHashMap<StateId, u32> = FxHashMap::default();
+    let mut order = vec![s];
+    let mut exit_order = Vec::new();
+    interior.insert(s, 0);
+    let mut sig = Vec::with_capacity(64);
+    let mut k = 0;
+    while k < order.len() {
+        if order.len() > MAX_SHARED_STATES {
+            return None;
+        }
+        let st = order[k];
+        k += 1;
+        // Run-length encoded: (first byte of a run, target code).
+        let mut last = u32::MAX - 1;
+        for b in 0..=255u8 {
+            let t = a.next(st, b);
+            let code = if t == DEAD {
+                u32::MAX
+            } else if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
+                let n = exits.len() as u32;
+                *exits.entry(t).or_insert_with(|| {
+                    exit_order.push(t);
+                    n
+                }) | EXIT
+            } else {
+                let n = interior.len() as u32;
+                *interior.entry(t).or_insert_with(|| {
+                    order.push(t);
+                    n
+                })
+            };
+            if code != last {
+                sig.push(b as u32);
+                sig.push(code);
+                last = code;
+            }
+        }
+        sig.push(256);
+    }
+    Some((sig, exit_order))
+}
+
+fn signature_key(sig: &[u32]) -> u128 {
+    let mut h: u128 = 0x6a09_e667_f3bc_c908_bb67_ae85_84ca_a73b;
+    for pair in sig.chunks(2) {
+        let x = pair[0] as u64 | (pair.get(1).copied().unwrap_or(0) as u64) << 32;
+        h = mix(h, x);
+    }
+    mix(h, sig.len() as u64)
+}
+
+/// The partition of state `s` of `a` for vocabulary `v`, from the shared
+/// cache when another grammar already met the same local automaton.
+pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId) -> Partition {
+    let Some((sig, exits)) = local_signature(a, s) else {
+        let (accept, frontier) = walk(a, v, s, |t| t);
+        return Partition { accept: Arc::new(accept), frontier };
+    };
+    let key = signature_key(&sig);
+    let shared = match v.partitions.get(key, &sig) {
+        Some(p) => p,
+        None => {
+            let index: FxHashMap<StateId, u32> = exits.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
+            let (accept, frontier) = walk(a, v, s, |t| index[&t]);
+            let p = Arc::new(SharedPartition { signature: sig, accept: Arc::new(accept), frontier });
+            v.partitions.put(key, p.clone());
+            p
+        }
+    };
+    Partition {
+        accept: shared.accept.clone(),
+        frontier: shared.frontier.iter().map(|&(node, e)| (node, exits[e as usize])).collect(),
+    }
+}
+
+/// What a walk may skip from one state: `(bytes, run)` such that every path
+/// of at most `run` bytes, all from `bytes`, leads through states that
+/// neither die, finish nor call — so a subtree whose bytes are all in
+/// `bytes` and whose height is at most `run` is accepted whole. A self-loop
+/// has an unbounded run (inside a JSON string); a counted repetition a run
+/// of the characters it has left ("up to 17 more").
+#[derive(Clone, Copy)]
+struct Skip {
+    bytes: [u64; 4],
+    run: u32,
+}
+
+/// The skip of state `t` (memoized in `memo`): its bytes are those leading
+/// to its most common interior successor (itself when it loops), its run
+/// one more than the successor's when the successor's bytes include them.
+fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Skip {
+    if let Some(&k) = memo.get(&t) {
+        return k;
+    }
+    // The chain of successors, followed iteratively (chains can be long).
+    let mut chain: Vec<(StateId, [u64; 4], StateId)> = Vec::new();
+    let mut cur = t;
+    let tail_run;
+    loop {
+        if let Some(&k) = memo.get(&cur) {
+            tail_run = k.run;
+            break;
+        }
+        let mut loop_bytes = [0u64; 4];
+        let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
+        for b in 0..256usize {
+            let u = a.next(cur, b as u8);
+            if u == cur {
+                loop_bytes[b / 64] |= 1 << (b % 64);
+            } else if u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0 {
+                *counts.entry(u).or_insert(0) += 1;
+            }
+        }
+        let best = counts.iter().max_by_key(|(u, n)| (**n, std::cmp::Reverse(**u))).map(|(u, n)| (*u, *n));
+        let loops = loop_bytes.iter().map(|w| w.count_ones()).sum::<u32>();
+        match best {
+            Some((u, n)) if n > loops && chain.len() < 1 << 16 => {
+                let mut bytes = [0u64; 4];
+                for b in 0..256usize {
+                    if a.next(cur, b as u8) == u {
+                        bytes[b / 64] |= 1 << (b % 64);
+                    }
+                }
+                chain.push((cur, bytes, u));
+                if chain.iter().any(|(s, _, _)| *s == u) {
+                    // A cycle through several states: stop counting here.
+                    tail_run = 0;
+                    break;
+                }
+                cur = u;
+            }
+            _ => {
+                let k = Skip { bytes: loop_bytes, run: if loops > 0 { u32::MAX } else { 0 } };
+                memo.insert(cur, k);
+                tail_run = k.run;
+                break;
+            }
+        }
+    }
+    // Unwind: each state's run extends its successor's when the successor
+    // moves on (at least) the same bytes.
+    let mut next_bytes: Option<[u64; 4]> = memo.get(&cur).map(|k| k.bytes);
+    let mut run_after = tail_run;
+    for &(s, bytes, _) in chain.iter().rev() {
+        let extends = next_bytes.is_some_and(|nb| (0..4).all(|k| bytes[k] & !nb[k] == 0));
+        let run = if extends { run_after.saturating_add(1) } else { 1 };
+        memo.insert(s, Skip { bytes, run });
+        next_bytes = Some(bytes);
+        run_after = run;
+    }
+    memo[&t]
+}
+
+/// The trie walk itself; `exit_id` names a frontier state in the output.
+fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32) -> (StoredMask, Vec<(u32, u32)>) {
+    let nodes = &v.nodes;
+    let mut accept: Vec<u32> = Vec::new();
+    let mut frontier = Vec::new();
+    let mut skips: FxHashMap<StateId, Skip> = FxHashMap::default();
+    // (subtree end, state) per depth.
+    let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
+    let mut i = 1usize;
+    let total = nodes.len();
+    while i < total {
+        while i as u32 >= stack.last().unwrap().0 {
+            stack.pop();
+        }
+        let st = stack.last().unwrap().1;
+        let node = nodes[i];
+        let t = a.next(st, node.byte);
+        if t == DEAD {
+            i = node.end as usize;
+            continue;
+        }
+        if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
+            frontier.push((i as u32, exit_id(t)));
+            i = node.end as usize;
+            continue;
+        }
+        // Every path below stays on a run of interior states (a loop inside
+        // a string, a length-bounded string with room left): the whole
+        // subtree is accepted without visiting it.
+        let sk = skip_of(a, t, &mut skips);
+        let below = v.below[i];
+        if sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0) {
+            accept.extend_from_slice(v.subtree_tokens(i));
+            i = node.end as usize;
+            continue;
+        }
+        accept.extend_from_slice(v.tokens_at(i));
+        if node.end as usize > i + 1 {
+            stack.push((node.end, t));
+        }
+        i += 1;
+    }
+    (StoredMask::from_ids(accept, v.logits_size), frontier)
+}
