@@ -438,6 +438,7 @@ fn split_surrogates(lo: u32, hi: u32) -> Vec<(u32, u32)> {
 
 // ------------------------------------------------------ determinization ----
 
+#[derive(Clone)]
 struct RuleDfa {
     /// NFA state sets are interned; DFA-local ids.
     byte_trans: Vec<Vec<(u8, u8, u32)>>,
@@ -604,12 +605,25 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             max_states: limits.max_nfa_states,
             total_before: total_nfa,
         };
+        let cached = rule_cache::lookup(&rule.body);
+        if let Some(dfa) = cached.dfa {
+            total_dfa += dfa.accepting.len();
+            if total_dfa > limits.max_dfa_states {
+                return Err(EngineError::Limit(format!("the automaton would need more than {} DFA states", limits.max_dfa_states)));
+            }
+            dfas.push(dfa);
+            continue;
+        }
+        let t0 = std::time::Instant::now();
         let start = b.new_state()?;
         let accept = b.new_state()?;
         b.build(&rule.body, start, accept, 0)?;
         total_nfa += b.states.len();
         let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
         total_dfa += dfa.accepting.len();
+        if let Some(key) = cached.key {
+            rule_cache::store(key, &rule.body, &dfa, t0.elapsed());
+        }
         dfas.push(dfa);
     }
     let (dfas, live_rule) = trim(dfas, n_rules);
@@ -854,6 +868,89 @@ fn compute_nullable(a: &Automaton) -> Vec<bool> {
         }
         if !changed {
             return nullable;
+        }
+    }
+}
+
+/// Rule automata shared across grammars. Formats (`date-time`, `email`,
+/// `uri`...), patterns and key-space complements recur from one schema to the
+/// next and some take milliseconds to determinize; a rule whose body is
+/// byte-level (no token-level elements, whose automata refer to per-grammar
+/// tables) and whose determinization was slow is kept here, keyed by its
+/// body. Rule references inside a body are ids, and equal bodies with equal
+/// ids produce equal automata whatever the rest of the grammar is.
+mod rule_cache {
+    use std::hash::{Hash, Hasher};
+    use std::sync::{Mutex, OnceLock};
+    use std::time::Duration;
+
+    use formcast_grammar::Expr;
+    use rustc_hash::{FxHashMap, FxHasher};
+
+    use super::RuleDfa;
+
+    /// Only automata that took at least this long are kept.
+    const MIN_BUILD_TIME: Duration = Duration::from_micros(300);
+    /// Byte budget (approximate); the cache starts over when full.
+    const LIMIT_BYTES: usize = 64 << 20;
+
+    struct Cache {
+        map: FxHashMap<u64, (Expr, RuleDfa)>,
+        bytes: usize,
+    }
+
+    fn cache() -> &'static Mutex<Cache> {
+        static C: OnceLock<Mutex<Cache>> = OnceLock::new();
+        C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0 }))
+    }
+
+    pub(super) struct Lookup {
+        pub dfa: Option<RuleDfa>,
+        /// The key to store under, when the body may be cached.
+        pub key: Option<u64>,
+    }
+
+    fn byte_level(e: &Expr) -> bool {
+        match e {
+            Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => false,
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().all(byte_level),
+            Expr::Repeat { expr, .. } => byte_level(expr),
+            _ => true,
+        }
+    }
+
+    pub(super) fn lookup(body: &Expr) -> Lookup {
+        if !byte_level(body) {
+            return Lookup { dfa: None, key: None };
+        }
+        let mut h = FxHasher::default();
+        body.hash(&mut h);
+        let key = h.finish();
+        let dfa = cache().lock().ok().and_then(|c| c.map.get(&key).filter(|(e, _)| e == body).map(|(_, d)| d.clone()));
+        Lookup { dfa, key: Some(key) }
+    }
+
+    fn size_of(d: &RuleDfa) -> usize {
+        let edges: usize = d.byte_trans.iter().map(Vec::len).sum::<usize>() + d.calls.iter().map(Vec::len).sum::<usize>();
+        edges * 12 + d.accepting.len() * 80
+    }
+
+    pub(super) fn store(key: u64, body: &Expr, dfa: &RuleDfa, took: Duration) {
+        if took < MIN_BUILD_TIME {
+            return;
+        }
+        let size = size_of(dfa) * 2;
+        if size > LIMIT_BYTES {
+            return;
+        }
+        if let Ok(mut c) = cache().lock() {
+            if c.bytes + size > LIMIT_BYTES {
+                c.map.clear();
+                c.bytes = 0;
+            }
+            if c.map.insert(key, (body.clone(), dfa.clone())).is_none() {
+                c.bytes += size;
+            }
         }
     }
 }
