@@ -25,9 +25,46 @@ fn options(stop_token_ids: Option<Vec<u32>>, logits_size: Option<usize>, config:
 
 impl TokenizerInfo {
     fn build(py: Python<'_>, vocab: Vocab) -> PyResult<Self> {
-        let index = py.detach(|| VocabIndex::new(&vocab)).map_err(to_py)?;
-        Ok(TokenizerInfo { vocab: Arc::new(vocab), index: Arc::new(index) })
+        let index = Arc::new(py.detach(|| VocabIndex::new(&vocab)).map_err(to_py)?);
+        prewarm_in_background(index.clone());
+        Ok(TokenizerInfo { vocab: Arc::new(vocab), index })
     }
+}
+
+/// Schemas whose string automata nearly every JSON grammar contains: an
+/// unbounded string body, and the 32-character blocks and remainder chains
+/// that every `maxLength`/`minLength` above 32 is built from.
+const PREWARM_SCHEMAS: [&str; 2] = [r#"{"type": "string"}"#, r#"{"type": "string", "minLength": 1, "maxLength": 100}"#];
+
+/// Fills the vocabulary's shared partition cache (see
+/// `formcast_engine::partition`) for the string automata above, on a
+/// background thread: the first JSON grammar compiled for this tokenizer
+/// then finds them ready instead of walking the whole token trie once per
+/// state. Nothing waits for it; a grammar that needs a partition first
+/// computes it itself.
+fn prewarm_in_background(index: Arc<VocabIndex>) {
+    let _ = std::thread::Builder::new().name("formcast-prewarm".into()).spawn(move || {
+        let _ = std::panic::catch_unwind(move || {
+            let opts = formcast_jsonschema::SchemaOptions::default();
+            for schema in PREWARM_SCHEMAS {
+                let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(schema, &opts) else { continue };
+                let budget = formcast_engine::Budget::unlimited();
+                let Ok(cg) = formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &budget) else { continue };
+                // The states met between whole ASCII characters (those a
+                // token boundary usually falls on), not every UTF-8 middle.
+                let a = &cg.automaton;
+                let mut seen = vec![false; a.n_states()];
+                let mut todo: Vec<u32> = a.rule_start.clone();
+                while let Some(s) = todo.pop() {
+                    if s == formcast_engine::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
+                        continue;
+                    }
+                    cg.partition(s);
+                    todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
+                }
+            }
+        });
+    });
 }
 
 #[pymethods]
