@@ -63,14 +63,14 @@ impl Emitter {
         Ok(id)
     }
 
-    /// A rule holding `e{min,max}` (inline expansion), shared by every
-    /// use of the same repetition.
-    fn rep_rule(&mut self, name: &str, e: &Expr, min: u32, max: u32) -> Result<Expr, String> {
-        let key = (e.clone(), min, max);
+    /// A rule holding `e{min,max} suffix` (inline expansion), shared by
+    /// every use of the same repetition.
+    fn rep_rule(&mut self, name: &str, e: &Expr, min: u32, max: u32, suffix: &Expr) -> Result<Expr, String> {
+        let key = (seq(vec![e.clone(), suffix.clone()]), min, max);
         if let Some(&id) = self.rep_rules.get(&key) {
             return Ok(Expr::Rule(id));
         }
-        let id = self.add(name, rep(e.clone(), min, Some(max)))?;
+        let id = self.add(name, seq(vec![rep(e.clone(), min, Some(max)), suffix.clone()]))?;
         self.rep_rules.insert(key, id);
         Ok(Expr::Rule(id))
     }
@@ -81,25 +81,35 @@ impl Emitter {
     /// rules shorter than a block so that every length has exactly one
     /// parse. Rules are shared across repetitions of the same expression.
     pub fn repeat(&mut self, name: &str, e: Expr, min: u32, max: Option<u32>) -> Result<Expr, String> {
+        self.repeat_then(name, e, min, max, Expr::Empty)
+    }
+
+    /// `e{min,max} suffix`, like [`Emitter::repeat`], with `suffix` placed
+    /// inside the remainder rules. Why: a remainder `e{0,31}` alone may end
+    /// after any copy, so every state of its automaton finishes the rule and
+    /// the engine must consult the parser for every token; with the suffix
+    /// (a string's closing quote) inside, the rule finishes only at the
+    /// suffix, and its per-state vocabulary partitions do the work.
+    pub fn repeat_then(&mut self, name: &str, e: Expr, min: u32, max: Option<u32>, suffix: Expr) -> Result<Expr, String> {
         let big = max.unwrap_or(min);
         if big <= INLINE_REPEAT {
-            return Ok(rep(e, min, max));
+            return Ok(seq(vec![rep(e, min, max), suffix]));
         }
         let k = INLINE_REPEAT;
-        let block = self.rep_rule(&format!("{name}_block"), &e, k, k)?;
+        let block = self.rep_rule(&format!("{name}_block"), &e, k, k, &Expr::Empty)?;
         // The mandatory part: min = q·k + r.
         let (q, r) = (min / k, min % k);
         let head = seq(vec![self.repeat(name, block.clone(), q, Some(q))?, rep(e.clone(), r, Some(r))]);
         let tail = match max {
-            None => Expr::star(e),
+            None => seq(vec![Expr::star(e), suffix]),
             Some(max) => {
                 let m = max - min;
                 if m <= k {
-                    rep(e, 0, Some(m))
+                    seq(vec![rep(e, 0, Some(m)), suffix])
                 } else {
                     let (qm, rm) = (m / k, m % k);
-                    let short = self.rep_rule(&format!("{name}_rem"), &e, 0, k - 1)?;
-                    let last = self.rep_rule(&format!("{name}_last"), &e, 0, rm)?;
+                    let short = self.rep_rule(&format!("{name}_rem"), &e, 0, k - 1, &suffix)?;
+                    let last = self.rep_rule(&format!("{name}_last"), &e, 0, rm, &suffix)?;
                     alt(vec![
                         seq(vec![self.repeat(name, block.clone(), 0, Some(qm - 1))?, short]),
                         seq(vec![self.repeat(name, block, qm, Some(qm))?, last]),

@@ -205,29 +205,30 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         }
         let mut alts = Vec::new();
         for p in &pieces {
-            let body = self.piece_body(p, ptr)?;
-            alts.push(seq(vec![lit("\""), body, lit("\"")]));
+            let rest = self.piece_then_quote(p, ptr)?;
+            alts.push(seq(vec![lit("\""), rest]));
         }
         let e = self.share(alt(alts), "string")?;
         self.leaf_rules.insert(pieces, e.clone());
         Ok(e)
     }
 
-    /// The content of a string piece (without quotes).
-    pub fn piece_body(&mut self, p: &Piece, ptr: &str) -> Result<Expr> {
+    /// The content of a string piece followed by the closing quote.
+    pub fn piece_then_quote(&mut self, p: &Piece, ptr: &str) -> Result<Expr> {
+        let quote = lit("\"");
         Ok(match p {
-            Piece::Any => Expr::star(json_any_char()),
+            Piece::Any => seq(vec![Expr::star(json_any_char()), quote]),
             Piece::Length(min, max) => {
                 let max = max.filter(|&m| m < MAX_LENGTH_BOUND);
                 if *min >= MAX_LENGTH_BOUND {
                     return Err(limit(ptr, "minLength is too large"));
                 }
                 self.em
-                    .repeat("string_chars", json_canonical_char(), *min as u32, max.map(|m| m as u32))
+                    .repeat_then("string_chars", json_canonical_char(), *min as u32, max.map(|m| m as u32), quote)
                     .map_err(|r| limit(ptr, r))?
             }
-            Piece::Content(re) => re_expr(re, Enc::Json),
-            Piece::Automaton(d) => self.automaton_rules(d, Enc::Json, ptr)?,
+            Piece::Content(re) => seq(vec![re_expr(re, Enc::Json), quote]),
+            Piece::Automaton(d) => seq(vec![self.automaton_rules(d, Enc::Json, ptr)?, quote]),
         })
     }
 
