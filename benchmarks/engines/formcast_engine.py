@@ -29,7 +29,9 @@ class Engine:
         if kind == "generic_json":
             g = fc.Grammar.builtin_json()
         elif kind == "schema":
-            g = fc.Grammar.from_json_schema(workload["schema_text"])
+            # JSON Schema's own defaults (extra properties allowed unless
+            # the schema says otherwise), like llguidance's.
+            g = fc.Grammar.from_json_schema(workload["schema_text"], strict=False)
         else:
             g = fc.Grammar.from_ebnf(workload["gbnf"], root="root")
         return self.compiler.compile(g)

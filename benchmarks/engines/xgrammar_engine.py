@@ -36,8 +36,10 @@ class Engine:
         if kind == "generic_json":
             return self.compiler.compile_builtin_json_grammar()
         if kind == "schema":
-            # Library defaults (any_whitespace=True, strict_mode=True).
-            return self.compiler.compile_json_schema(workload["schema_text"])
+            # any_whitespace=True (its default); strict_mode=False so that
+            # additionalProperties defaults to true as in JSON Schema (and in
+            # llguidance and formcast here): the same language everywhere.
+            return self.compiler.compile_json_schema(workload["schema_text"], strict_mode=False)
         return self.compiler.compile_grammar(workload["gbnf"], root_rule_name="root")
 
     def new_matcher(self, compiled, previous=None):
