@@ -179,6 +179,10 @@ impl<'a> Lowerer<'a> {
                 all.sort();
                 all.dedup();
                 match max_chars {
+                    // The automaton has a state per count: bounded like repeats.
+                    Some(m) if *m > MAX_REPEAT_BOUND => {
+                        return Err(err(ErrorKind::Limit, &format!("{path}.max_chars"), ty, "max_chars", format!("a character budget of {m} is larger than the limit of {MAX_REPEAT_BOUND}")));
+                    }
                     Some(m) => Expr::BoundedText { excludes: all, max_chars: *m },
                     None => Expr::TextExcluding(all),
                 }

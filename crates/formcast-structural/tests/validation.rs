@@ -211,6 +211,8 @@ fn hostile_inputs_hit_limits() {
     // Huge repeat counts.
     let e = err(&wrap(&format!(r#"{{"type": "repeat", "min": 2000000, "max": -1, "content": {C}}}"#)));
     assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.min"), "{e}");
+    let e = err(&wrap(r#"{"type": "any_text", "max_chars": 2000000}"#));
+    assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.max_chars"), "{e}");
     let e = err(&wrap(r#"{"type": "any_tokens", "max_tokens": 2000000}"#));
     assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.max_tokens"), "{e}");
 }
