@@ -288,11 +288,15 @@ def test_hostile_inputs_raise_limit_errors(compiler):
     with pytest.raises(fc.LimitError) as info:
         fc.Grammar.from_structural_tag(wrap({"type": "any_text", "max_chars": 10**9}))
     assert info.value.path == "format.max_chars"
-    # Nested repeats stay small (each level is one shared rule) and compile.
-    nested = {"type": "const_string", "value": "ab"}
+    # Nested counted repetitions multiply: their product is bounded.
+    nested = {"type": "optional", "content": {"type": "const_string", "value": "ab"}}
     for _ in range(4):
-        nested = {"type": "repeat", "min": 0, "max": 90000, "content": nested}
-    m = fc.GrammarMatcher(compiler.compile_structural_tag(wrap(nested), timeout_s=30))
+        nested = {"type": "repeat", "min": 0, "max": 90, "content": nested}
+    with pytest.raises(fc.LimitError) as info:
+        fc.Grammar.from_structural_tag(wrap(nested))
+    assert info.value.path == "format.content.content.max"
+    small = {"type": "repeat", "min": 0, "max": 20, "content": {"type": "repeat", "min": 1, "max": 30, "content": {"type": "optional", "content": {"type": "const_string", "value": "ab"}}}}
+    m = fc.GrammarMatcher(compiler.compile_structural_tag(wrap(small), timeout_s=30))
     assert m.accept_string("ab" * 5) and not m.accept_string("x")
     with pytest.raises(TypeError):
         fc.Grammar.from_structural_tag(42)

@@ -44,6 +44,10 @@ pub struct Lowerer<'a> {
     resolve: Option<Resolver<'a>>,
     opts: LowerOptions,
     n_sub: usize,
+    /// Product of the repetition bounds enclosing the format being lowered:
+    /// nested counted repetitions multiply (in automaton states and in
+    /// parser items for nullable contents), so the product is what is bounded.
+    weight: u64,
     pub warnings: Vec<String>,
 }
 
@@ -76,7 +80,7 @@ fn bytes_of(v: &[String]) -> Vec<Vec<u8>> {
 
 impl<'a> Lowerer<'a> {
     pub fn new(resolve: Option<Resolver<'a>>, opts: LowerOptions) -> Self {
-        Lowerer { rules: Vec::new(), resolve, opts, n_sub: 0, warnings: Vec::new() }
+        Lowerer { rules: Vec::new(), resolve, opts, n_sub: 0, weight: 1, warnings: Vec::new() }
     }
 
     /// Lowers the whole tree into a grammar whose root rule is `root`.
@@ -120,6 +124,20 @@ impl<'a> Lowerer<'a> {
             self.rules.push(Rule { name: format!("{path}/{}", r.name), body: r.body });
         }
         Ok(Expr::Rule(offset + g.root))
+    }
+
+    /// The repetition weight inside a count `bound` at `path.field`.
+    fn weigh(&self, path: &str, ty: &str, field: &str, bound: u32) -> Result<u64> {
+        let w = self.weight.saturating_mul(u64::from(bound.max(1)));
+        if w > u64::from(MAX_REPEAT_BOUND) {
+            let msg = if self.weight == 1 {
+                format!("the bound {bound} is larger than the limit of {MAX_REPEAT_BOUND}")
+            } else {
+                format!("the bound {bound} inside repetitions of {} copies makes {w} copies, more than the limit of {MAX_REPEAT_BOUND}", self.weight)
+            };
+            return Err(err(ErrorKind::Limit, &format!("{path}.{field}"), ty, field, msg));
+        }
+        Ok(w)
     }
 
     fn lower(&mut self, n: &Node, ctx: &EndCtx) -> Result<Expr> {
@@ -180,10 +198,10 @@ impl<'a> Lowerer<'a> {
                 all.dedup();
                 match max_chars {
                     // The automaton has a state per count: bounded like repeats.
-                    Some(m) if *m > MAX_REPEAT_BOUND => {
-                        return Err(err(ErrorKind::Limit, &format!("{path}.max_chars"), ty, "max_chars", format!("a character budget of {m} is larger than the limit of {MAX_REPEAT_BOUND}")));
+                    Some(m) => {
+                        self.weigh(path, ty, "max_chars", *m)?;
+                        Expr::BoundedText { excludes: all, max_chars: *m }
                     }
-                    Some(m) => Expr::BoundedText { excludes: all, max_chars: *m },
                     None => Expr::TextExcluding(all),
                 }
             }
@@ -205,15 +223,14 @@ impl<'a> Lowerer<'a> {
                 Expr::star(self.shared(path, c)?)
             }
             Format::Repeat { min, max, content } => {
-                for (field, v) in [("min", Some(*min)), ("max", *max)] {
-                    if let Some(v) = v {
-                        if v > MAX_REPEAT_BOUND {
-                            return Err(err(ErrorKind::Limit, &format!("{path}.{field}"), ty, field, format!("repetition bound {v} is larger than the limit of {MAX_REPEAT_BOUND}")));
-                        }
-                    }
-                }
-                let c = self.lower(content, ctx)?;
-                let c = self.shared(path, c)?;
+                let w = match max {
+                    Some(mx) => self.weigh(path, ty, "max", *mx)?,
+                    None => self.weigh(path, ty, "min", *min)?,
+                };
+                let saved = std::mem::replace(&mut self.weight, w);
+                let c = self.lower(content, ctx);
+                self.weight = saved;
+                let c = self.shared(path, c?)?;
                 Expr::Repeat { expr: Box::new(c), min: *min, max: *max }
             }
             Format::Tag(t) => self.tag(t)?,
@@ -276,10 +293,10 @@ impl<'a> Lowerer<'a> {
                 let one = Expr::AnyTokenExcept(sorted(excludes.iter().copied().chain(ctx.token).collect()));
                 match max_tokens {
                     None => Expr::star(one),
-                    Some(m) if *m > MAX_REPEAT_BOUND => {
-                        return Err(err(ErrorKind::Limit, &format!("{path}.max_tokens"), ty, "max_tokens", format!("a token budget of {m} is larger than the limit of {MAX_REPEAT_BOUND}")));
+                    Some(m) => {
+                        self.weigh(path, ty, "max_tokens", *m)?;
+                        Expr::Repeat { expr: Box::new(one), min: 0, max: Some(*m) }
                     }
-                    Some(m) => Expr::Repeat { expr: Box::new(one), min: 0, max: Some(*m) },
                 }
             }
             Format::TokenTriggeredTags { triggers, tags, excludes, at_least_one, stop_after_first } => {

@@ -211,6 +211,9 @@ fn hostile_inputs_hit_limits() {
     // Huge repeat counts.
     let e = err(&wrap(&format!(r#"{{"type": "repeat", "min": 2000000, "max": -1, "content": {C}}}"#)));
     assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.min"), "{e}");
+    let e = err(&wrap(&format!(r#"{{"type": "repeat", "min": 0, "max": 1000, "content": {{"type": "repeat", "min": 0, "max": 1000, "content": {C}}}}}"#)));
+    assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.content.max"), "{e}");
+    assert!(e.message.contains("1000000 copies"), "{e}");
     let e = err(&wrap(r#"{"type": "any_text", "max_chars": 2000000}"#));
     assert_eq!((e.kind, e.path.as_str()), (ErrorKind::Limit, "format.max_chars"), "{e}");
     let e = err(&wrap(r#"{"type": "any_tokens", "max_tokens": 2000000}"#));
