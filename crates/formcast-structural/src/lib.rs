@@ -21,13 +21,13 @@ pub mod format;
 pub mod lower;
 pub mod parse;
 
-use formcast_grammar::{Grammar, GrammarError, TokenId};
+use formcast_grammar::{Grammar, GrammarError};
 use formcast_jsonschema::Json;
 
 pub use error::{ErrorKind, StructuralError};
 pub use format::{Format, Node};
 pub use lower::LowerOptions;
-pub use parse::MAX_FORMAT_DEPTH;
+pub use parse::{Resolver, MAX_FORMAT_DEPTH};
 
 /// Compilation options.
 #[derive(Debug, Clone, Default)]
@@ -49,7 +49,7 @@ pub const MAX_TAG_BYTES: usize = 32 << 20;
 /// Compiles a structural tag given as JSON text. `resolve` maps a token
 /// string to its id (the first vocabulary token whose text is exactly that
 /// string); without it, token strings are an error.
-pub fn compile_str(text: &str, resolve: Option<&dyn Fn(&str) -> Option<TokenId>>, opts: &Options) -> Result<Compiled, StructuralError> {
+pub fn compile_str(text: &str, resolve: Option<Resolver<'_>>, opts: &Options) -> Result<Compiled, StructuralError> {
     if text.len() > MAX_TAG_BYTES {
         return Err(StructuralError::new(
             ErrorKind::Limit,
@@ -65,7 +65,7 @@ pub fn compile_str(text: &str, resolve: Option<&dyn Fn(&str) -> Option<TokenId>>
 }
 
 /// Compiles a parsed structural tag (see [`compile_str`]).
-pub fn compile(json: &Json, resolve: Option<&dyn Fn(&str) -> Option<TokenId>>, opts: &Options) -> Result<Compiled, StructuralError> {
+pub fn compile(json: &Json, resolve: Option<Resolver<'_>>, opts: &Options) -> Result<Compiled, StructuralError> {
     let mut reader = parse::Reader::new(resolve);
     let root = reader.request(json)?;
     let mut warnings = std::mem::take(&mut reader.warnings);

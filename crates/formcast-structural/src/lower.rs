@@ -43,7 +43,6 @@ pub struct Lowerer<'a> {
     rules: Vec<Rule>,
     resolve: Option<Resolver<'a>>,
     opts: LowerOptions,
-    n_sub: usize,
     /// Product of the repetition bounds enclosing the format being lowered:
     /// nested counted repetitions multiply (in automaton states and in
     /// parser items for nullable contents), so the product is what is bounded.
@@ -80,7 +79,7 @@ fn bytes_of(v: &[String]) -> Vec<Vec<u8>> {
 
 impl<'a> Lowerer<'a> {
     pub fn new(resolve: Option<Resolver<'a>>, opts: LowerOptions) -> Self {
-        Lowerer { rules: Vec::new(), resolve, opts, n_sub: 0, weight: 1, warnings: Vec::new() }
+        Lowerer { rules: Vec::new(), resolve, opts, weight: 1, warnings: Vec::new() }
     }
 
     /// Lowers the whole tree into a grammar whose root rule is `root`.
@@ -117,7 +116,6 @@ impl<'a> Lowerer<'a> {
         if self.rules.len() + g.rules.len() > self.opts.max_rules {
             return Err(err(ErrorKind::Limit, path, "structural_tag", "", format!("the grammar needs more than {} rules", self.opts.max_rules)));
         }
-        self.n_sub += 1;
         let offset = self.rules.len() as RuleId;
         for mut r in g.rules {
             shift(&mut r.body, offset);
