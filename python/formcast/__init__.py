@@ -19,6 +19,7 @@ from ._engine import (
     GrammarError,
     GrammarMatcher,
     LimitError,
+    StructuralTagError,
     TokenizerError,
     __version__,
 )
@@ -35,16 +36,17 @@ from .tokenizer import TokenizerInfo
 
 def __getattr__(name: str):
     # Subpackages that do not need the engine load on first use.
-    if name == "repair":
+    if name in ("repair", "structural_tag"):
         import importlib
 
-        return importlib.import_module(".repair", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'formcast' has no attribute {name!r}")
 
 
 __all__ = [
     "__version__",
     "repair",
+    "structural_tag",
     "TokenizerInfo",
     "Grammar",
     "GrammarCompiler",
@@ -57,6 +59,7 @@ __all__ = [
     "fill_next_token_bitmask_batch",
     "FormcastError",
     "GrammarError",
+    "StructuralTagError",
     "TokenizerError",
     "LimitError",
     "CompileTimeoutError",

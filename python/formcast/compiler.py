@@ -98,6 +98,12 @@ class GrammarCompiler:
         cached by the schema's JSON text and the options."""
         return self.compile(Grammar.from_json_schema(schema, **options), timeout_s=timeout_s, cancel=cancel)
 
+    def compile_structural_tag(self, tag, *, timeout_s: float | None = None, cancel: CancelToken | None = None, **options) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_structural_tag(tag, self.tokenizer, **options))``:
+        token strings resolve through this compiler's vocabulary; cached by
+        the tag's JSON text."""
+        return self.compile(Grammar.from_structural_tag(tag, self.tokenizer, **options), timeout_s=timeout_s, cancel=cancel)
+
     def compile_builtin_json(self, **kw) -> CompiledGrammar:
         """Shorthand for ``compile(Grammar.builtin_json())``."""
         return self.compile(Grammar.builtin_json(), **kw)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _engine
+
+if TYPE_CHECKING:
+    from .tokenizer import TokenizerInfo
 
 __all__ = ["Grammar"]
 
@@ -146,6 +149,38 @@ class Grammar:
         return cls(native, key, warnings)
 
     @classmethod
+    def from_structural_tag(
+        cls,
+        tag: Any,
+        tokenizer: "TokenizerInfo | None" = None,
+        *,
+        time_budget_ms: int = 10_000,
+    ) -> "Grammar":
+        """A grammar for a structural tag.
+
+        ``tag`` is the OpenAI-style ``{"type": "structural_tag", "format":
+        {...}}`` (or its legacy ``structures``/``triggers`` form, or a bare
+        format object), given as a dict, JSON text or a model from
+        :mod:`formcast.structural_tag`. Token strings (``{"type": "token",
+        "token": "<|tool_call|>"}``, ``exclude_tokens``, grammar references
+        like ``<think>``) resolve through ``tokenizer``: the first id whose
+        text is exactly the string. ``time_budget_ms`` bounds each embedded
+        JSON-schema translation.
+
+        Raises :class:`~formcast.StructuralTagError` (a ``GrammarError``)
+        whose message and ``path`` / ``format_type`` / ``field`` attributes
+        say where the tag is wrong (``format.elements[1].tags[0].end``), or
+        :class:`~formcast.LimitError` for hostile sizes.
+        """
+        from .structural_tag import structural_tag_json
+
+        text = structural_tag_json(tag)
+        native_tok = tokenizer._native if tokenizer is not None else None
+        native, warnings = _engine.grammar_from_structural_tag(text, native_tok, time_budget_ms=time_budget_ms)
+        # Token ids depend on the tokenizer that resolved them.
+        return cls(native, ("structural_tag", text, tokenizer), warnings)
+
+    @classmethod
     def builtin_json(cls) -> "Grammar":
         """Any JSON value (RFC 8259)."""
         return cls(_engine.Grammar.builtin_json(), ("builtin_json",))
@@ -153,7 +188,8 @@ class Grammar:
     @property
     def warnings(self) -> tuple[str, ...]:
         """What was not enforced (lenient mode) or carries no constraint
-        (unknown formats); empty for other grammars."""
+        (unknown formats, repeat bounds treated as unbounded); empty for
+        other grammars."""
         return self._warnings
 
     @property

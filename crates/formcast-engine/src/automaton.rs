@@ -244,6 +244,15 @@ impl<'a> NfaBuilder<'a> {
                 self.states[from as usize].excepts.push((idx, to));
             }
             Expr::TextExcluding(patterns) => self.build_text_excluding(patterns, from, to)?,
+            Expr::BoundedText { excludes, max_chars } => {
+                let ac = AhoCorasick::new(excludes, &[]);
+                self.build_text(&ac, &[], false, Some(*max_chars), from, to, depth)?
+            }
+            Expr::TextDispatch { cases, excludes, repeat } => {
+                let triggers: Vec<Vec<u8>> = cases.iter().map(|(t, _)| t.clone()).collect();
+                let ac = AhoCorasick::new(excludes, &triggers);
+                self.build_text(&ac, cases, *repeat, None, from, to, depth)?
+            }
             Expr::TokenDispatch { cases, excludes, repeat } => {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
                 self.build(&lowered, from, to, depth + 1)?;
@@ -256,18 +265,50 @@ impl<'a> NfaBuilder<'a> {
     /// Aho–Corasick automaton over the patterns (a completed pattern is a dead
     /// end) with a UTF-8 decoder (accepting only between characters).
     fn build_text_excluding(&mut self, patterns: &[Vec<u8>], from: u32, to: u32) -> Result<(), EngineError> {
-        let ac = AhoCorasick::new(patterns);
-        let mut ids: FxHashMap<(u32, u8), u32> = FxHashMap::default();
+        let ac = AhoCorasick::new(patterns, &[]);
+        self.build_text(&ac, &[], false, None, from, to, 0)
+    }
+
+    /// Free text scanned by `ac` (product with the UTF-8 decoder and, with
+    /// `max_chars`, a code-point counter). A completed exclude is a dead end;
+    /// a completed trigger `i` enters the body of `cases[i]`, after which the
+    /// text starts over (`repeat`) or the expression ends.
+    #[allow(clippy::too_many_arguments)]
+    fn build_text(
+        &mut self,
+        ac: &AhoCorasick,
+        cases: &[(Vec<u8>, Expr)],
+        repeat: bool,
+        max_chars: Option<u32>,
+        from: u32,
+        to: u32,
+        depth: usize,
+    ) -> Result<(), EngineError> {
+        let mut ids: FxHashMap<(u32, u8, u32), u32> = FxHashMap::default();
         let start = self.new_state()?;
         self.states[from as usize].eps.push(start);
-        ids.insert((0, UTF8_START), start);
-        let mut queue = vec![(0u32, UTF8_START)];
-        while let Some((node, u)) = queue.pop() {
-            let me = ids[&(node, u)];
+        ids.insert((0, UTF8_START, 0), start);
+        // Each body is built once; every completion of its trigger jumps to it.
+        let mut body_in = Vec::with_capacity(cases.len());
+        for (_, body) in cases {
+            let b_in = self.new_state()?;
+            let b_out = self.new_state()?;
+            self.build(body, b_in, b_out, depth + 1)?;
+            self.states[b_out as usize].eps.push(if repeat { start } else { to });
+            body_in.push(b_in);
+        }
+        let mut queue = vec![(0u32, UTF8_START, 0u32)];
+        while let Some((node, u, count)) = queue.pop() {
+            let me = ids[&(node, u, count)];
             if u == UTF8_START {
                 self.states[me as usize].eps.push(to);
             }
             for &(lo, hi, u2) in utf8_transitions(u) {
+                // Characters are only counted under a bound (else one state per length).
+                let count2 = if u2 == UTF8_START && max_chars.is_some() { count + 1 } else { count };
+                if max_chars.is_some_and(|m| count2 > m) {
+                    continue;
+                }
                 // Split the byte range wherever the pattern automaton moves differently.
                 let mut b = lo as u16;
                 while b <= hi as u16 {
@@ -277,13 +318,17 @@ impl<'a> NfaBuilder<'a> {
                         e += 1;
                     }
                     if next != AhoCorasick::DEAD {
-                        let tgt = match ids.get(&(next, u2)) {
-                            Some(&t) => t,
-                            None => {
-                                let t = self.new_state()?;
-                                ids.insert((next, u2), t);
-                                queue.push((next, u2));
-                                t
+                        let tgt = if let Some(case) = ac.case_at(next) {
+                            body_in[case as usize]
+                        } else {
+                            match ids.get(&(next, u2, count2)) {
+                                Some(&t) => t,
+                                None => {
+                                    let t = self.new_state()?;
+                                    ids.insert((next, u2, count2), t);
+                                    queue.push((next, u2, count2));
+                                    t
+                                }
                             }
                         };
                         self.states[me as usize].bytes.push((b as u8, e as u8, tgt));
@@ -351,33 +396,68 @@ fn utf8_transitions(u: u8) -> &'static [(u8, u8, u8)] {
     T[u as usize]
 }
 
-/// A byte-level Aho–Corasick automaton whose states that complete a pattern
-/// are collapsed into [`AhoCorasick::DEAD`].
+/// A byte-level Aho–Corasick automaton over excludes and triggers. States
+/// that complete an exclude are collapsed into [`AhoCorasick::DEAD`]; states
+/// that complete a trigger (and no exclude) report it through
+/// [`AhoCorasick::case_at`], the longest trigger winning.
 struct AhoCorasick {
     /// `delta[node * 256 + byte]`.
     delta: Vec<u32>,
+    /// Per node: the trigger completed on entering it, if any.
+    case: Vec<Option<u32>>,
+}
+
+/// What completes at a trie node: nothing, an exclude, or trigger `i` of
+/// length `len`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Out {
+    None,
+    Exclude,
+    Case { i: u32, len: usize },
+}
+
+impl Out {
+    /// Excludes win; among triggers, the longest.
+    fn max(self, other: Out) -> Out {
+        match (self, other) {
+            (Out::Exclude, _) | (_, Out::Exclude) => Out::Exclude,
+            (Out::None, o) | (o, Out::None) => o,
+            (Out::Case { len: a, .. }, Out::Case { len: b, .. }) => {
+                if a >= b {
+                    self
+                } else {
+                    other
+                }
+            }
+        }
+    }
 }
 
 impl AhoCorasick {
     const DEAD: u32 = u32::MAX;
 
-    fn new(patterns: &[Vec<u8>]) -> Self {
+    fn new(excludes: &[Vec<u8>], triggers: &[Vec<u8>]) -> Self {
         // Trie.
         let mut goto: Vec<[u32; 256]> = vec![[u32::MAX; 256]];
-        let mut terminal = vec![false];
-        for p in patterns.iter().filter(|p| !p.is_empty()) {
+        let mut out = vec![Out::None];
+        let labelled = excludes
+            .iter()
+            .map(|p| (p, Out::Exclude))
+            .chain(triggers.iter().enumerate().map(|(i, p)| (p, Out::Case { i: i as u32, len: p.len() })));
+        for (p, label) in labelled.filter(|(p, _)| !p.is_empty()) {
             let mut n = 0usize;
-            for &b in p {
+            for &b in p.iter() {
                 if goto[n][b as usize] == u32::MAX {
                     goto.push([u32::MAX; 256]);
-                    terminal.push(false);
+                    out.push(Out::None);
                     goto[n][b as usize] = goto.len() as u32 - 1;
                 }
                 n = goto[n][b as usize] as usize;
             }
-            terminal[n] = true;
+            out[n] = out[n].max(label);
         }
-        // Breadth-first: complete transitions through failure links.
+        // Breadth-first: complete transitions through failure links; a node
+        // also completes whatever its failure node completes (a suffix).
         let mut delta = vec![0u32; goto.len() * 256];
         let mut fail = vec![0u32; goto.len()];
         let mut queue = std::collections::VecDeque::new();
@@ -393,9 +473,7 @@ impl AhoCorasick {
         }
         while let Some(n) = queue.pop_front() {
             let n = n as usize;
-            if terminal[fail[n] as usize] {
-                terminal[n] = true;
-            }
+            out[n] = out[n].max(out[fail[n] as usize]);
             for b in 0..256 {
                 let t = goto[n][b];
                 if t == u32::MAX {
@@ -408,16 +486,22 @@ impl AhoCorasick {
             }
         }
         for d in delta.iter_mut() {
-            if terminal[*d as usize] {
+            if out[*d as usize] == Out::Exclude {
                 *d = Self::DEAD;
             }
         }
-        AhoCorasick { delta }
+        let case = out.iter().map(|o| if let Out::Case { i, .. } = o { Some(*i) } else { None }).collect();
+        AhoCorasick { delta, case }
     }
 
     #[inline]
     fn next(&self, node: u32, b: u8) -> u32 {
         self.delta[node as usize * 256 + b as usize]
+    }
+
+    #[inline]
+    fn case_at(&self, node: u32) -> Option<u32> {
+        self.case[node as usize]
     }
 }
 
@@ -644,6 +728,7 @@ fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
         Expr::Seq(v) | Expr::Alt(v) => v.iter().try_for_each(|x| check_refs(x, n_rules, rule)),
         Expr::Repeat { expr, .. } => check_refs(expr, n_rules, rule),
         Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
+        Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
         _ => Ok(()),
     }
 }

@@ -177,3 +177,42 @@ fn text_excluding_stops_before_end_tags() {
     assert!(!m.accept_bytes(b"\xff").unwrap()); // invalid UTF-8
     assert!(!m.accept_bytes(b"\xc3</t>").unwrap()); // cut character
 }
+
+#[test]
+fn text_dispatch_commits_on_triggers_and_stops_on_excludes() {
+    // root ::= TextDispatch(["<f" => "X;"], excludes ["!!"], repeat)
+    let v = vocab(&["<eos>", "a", "<", "f", "X", ";", "!"], &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::TextDispatch { cases: vec![(b"<f".to_vec(), Expr::literal("X;"))], excludes: vec![b"!!".to_vec()], repeat: true },
+    )]);
+    let cg = compile(&g, &v);
+    let ok = |s: &str| {
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        m.accept_bytes(s.as_bytes()).unwrap() && m.can_end()
+    };
+    assert!(ok("") && ok("a<") && ok("a<fX;a<fX;!a"));
+    assert!(!ok("a<f") && !ok("<fY;") && !ok("a!!"));
+    // Without repeat the expression ends after the first body.
+    let g = rules(vec![(
+        "root",
+        Expr::TextDispatch { cases: vec![(b"<f".to_vec(), Expr::literal("X;"))], excludes: vec![], repeat: false },
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_bytes(b"a<fX;").unwrap() && m.can_end());
+    assert!(!m.accept_bytes(b"a").unwrap());
+}
+
+#[test]
+fn bounded_text_counts_code_points() {
+    let v = vocab(&["<eos>", "a", "é"], &[0], &[0]);
+    let g = rules(vec![("root", Expr::BoundedText { excludes: vec![b"b".to_vec()], max_chars: 2 })]);
+    let cg = compile(&g, &v);
+    let ok = |s: &str| {
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        m.accept_bytes(s.as_bytes()).unwrap() && m.can_end()
+    };
+    assert!(ok("") && ok("éé") && ok("aé"));
+    assert!(!ok("aaa") && !ok("b"));
+}

@@ -59,6 +59,19 @@ pub enum Expr {
     /// further triggers fire again; without it the output ends after the first
     /// body. Lowered by [`Expr::desugar_token_dispatch`].
     TokenDispatch { cases: Vec<(TokenId, Expr)>, excludes: Vec<TokenId>, repeat: bool },
+    /// Text-level dispatch: free UTF-8 text scanned by one Aho–Corasick
+    /// automaton over the triggers (the byte strings of `cases`) and the
+    /// `excludes`. Completing an exclude is a dead end; completing a trigger
+    /// commits to the body paired with it (the free text cannot "back out"),
+    /// after which free text resumes (`repeat`) or the expression ends. Every
+    /// other position between characters may end the expression, including
+    /// inside a partial trigger. When one position completes several
+    /// patterns, an exclude wins over a trigger and a longer trigger over a
+    /// shorter one. Structural tags' `triggered_tags` and `dispatch`.
+    TextDispatch { cases: Vec<(Vec<u8>, Expr)>, excludes: Vec<Vec<u8>>, repeat: bool },
+    /// [`Expr::TextExcluding`] limited to at most `max_chars` Unicode code
+    /// points (structural tags' `any_text.max_chars`).
+    BoundedText { excludes: Vec<Vec<u8>>, max_chars: u32 },
 }
 
 /// A named rule.

@@ -43,7 +43,13 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), Gramma
             )));
         }
         match e {
-            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Token(_) | Expr::TextExcluding(_) => {}
+            Expr::Empty
+            | Expr::Nothing
+            | Expr::Bytes(_)
+            | Expr::Token(_)
+            | Expr::TextExcluding(_)
+            | Expr::BoundedText { .. } => {}
+            Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| (e, depth + 2))),
             Expr::Rule(id) => {
                 if *id as usize >= n_rules {
                     return Err(invalid(format!(
@@ -103,7 +109,9 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), Gramma
 fn derives(e: &Expr, rule_ok: &dyn Fn(usize) -> bool) -> bool {
     match e {
         // TextExcluding always derives the empty text.
-        Expr::Empty | Expr::Bytes(_) | Expr::Token(_) | Expr::TextExcluding(_) => true,
+        Expr::Empty | Expr::Bytes(_) | Expr::Token(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
+        // Free text may stop before any trigger.
+        Expr::TextDispatch { .. } => true,
         // Whether a token exists outside the list depends on the vocabulary;
         // dispatch always accepts the empty run of free tokens.
         Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => true,
@@ -142,6 +150,7 @@ fn references(e: &Expr, out: &mut Vec<usize>) {
             Expr::Seq(items) | Expr::Alt(items) => stack.extend(items),
             Expr::Repeat { expr, .. } => stack.push(expr),
             Expr::TokenDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
+            Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
             _ => {}
         }
     }

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 create_exception!(_engine, FormcastError, PyException, "Base class of formcast's errors.");
 create_exception!(_engine, GrammarError, FormcastError, "A grammar, regex or schema is invalid.");
+create_exception!(_engine, StructuralTagError, GrammarError, "A structural tag is invalid; `path`, `format_type` and `field` say where.");
 create_exception!(_engine, TokenizerError, FormcastError, "A vocabulary could not be loaded.");
 create_exception!(_engine, LimitError, FormcastError, "A size or ambiguity limit was exceeded.");
 create_exception!(_engine, CompileTimeoutError, LimitError, "Compilation ran past its time budget.");
@@ -19,6 +20,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("FormcastError", py.get_type::<FormcastError>())?;
     m.add("GrammarError", py.get_type::<GrammarError>())?;
     m.add("TokenizerError", py.get_type::<TokenizerError>())?;
+    m.add("StructuralTagError", py.get_type::<StructuralTagError>())?;
     m.add("LimitError", py.get_type::<LimitError>())?;
     m.add("CompileTimeoutError", py.get_type::<CompileTimeoutError>())?;
     m.add("CancelledError", py.get_type::<CancelledError>())?;

@@ -10,6 +10,7 @@ mod errors;
 mod grammar;
 mod matcher;
 mod schema;
+mod structural;
 mod tokenizer;
 
 pub(crate) use errors::{guard, to_py};
@@ -25,6 +26,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matcher::compile_grammar, m)?)?;
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(schema::grammar_from_json_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(structural::grammar_from_structural_tag, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
