@@ -104,6 +104,51 @@ class _State:
         return names
 
 
+async def _wait_disconnect(request: Request) -> None:
+    while True:
+        message = await request.receive()
+        if message.get("type") == "http.disconnect":
+            return
+
+
+class _AuthAndCount:
+    """ASGI middleware: the optional API key (``Authorization: Bearer`` or
+    ``x-api-key``) and the per-endpoint request counter. Pure ASGI, so the
+    endpoints see the client's disconnect."""
+
+    def __init__(self, app: Any, *, api_key: Optional[str], open_paths: set[str], metrics: Metrics) -> None:
+        self.app = app
+        self.api_key = api_key
+        self.open_paths = open_paths
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        path = scope.get("path", "")
+        if self.api_key and path not in self.open_paths:
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+            auth = headers.get("authorization", "")
+            token = auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key", "")
+            if token != self.api_key:
+                self.metrics.requests.labels(endpoint=path, status="401").inc()
+                resp = JSONResponse(error_body("invalid or missing API key", "authentication_error", None, "invalid_api_key"), status_code=401)
+                await resp(scope, receive, send)
+                return
+        status = {"code": 500}
+
+        async def send_wrapper(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                status["code"] = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            self.metrics.requests.labels(endpoint=path, status=str(status["code"])).inc()
+
+
 def _error_response(e: APIError) -> JSONResponse:
     return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
 
@@ -200,27 +245,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
     app = FastAPI(title="formcast", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.formcast = state
 
-    open_paths = {"/health", "/metrics"}
-
-    @app.middleware("http")
-    async def auth_and_count(request: Request, call_next):
-        path = request.url.path
-        if cfg.api_key and path not in open_paths:
-            header = request.headers.get("authorization", "")
-            token = header[7:] if header.lower().startswith("bearer ") else request.headers.get("x-api-key", "")
-            if token != cfg.api_key:
-                state.metrics.requests.labels(endpoint=path, status="401").inc()
-                return JSONResponse(
-                    error_body("invalid or missing API key", "authentication_error", None, "invalid_api_key"),
-                    status_code=401,
-                )
-        try:
-            response = await call_next(request)
-        except Exception:  # pragma: no cover - handlers turn errors into responses
-            log.exception("unhandled error")
-            response = JSONResponse(error_body("internal server error", "server_error"), status_code=500)
-        state.metrics.requests.labels(endpoint=path, status=str(response.status_code)).inc()
-        return response
+    app.add_middleware(_AuthAndCount, api_key=cfg.api_key, open_paths={"/health", "/metrics"}, metrics=state.metrics)
 
     @app.exception_handler(APIError)
     async def _api_error(request: Request, e: APIError) -> JSONResponse:
@@ -372,16 +397,18 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         """Waits for every job; None when the client went away (jobs cancelled)."""
         states = [ChoiceState(j.index) for j in jobs]
         pending = len(jobs)
+        # The body has been read: the next ASGI message is the disconnect.
+        watcher = asyncio.ensure_future(_wait_disconnect(request))
         try:
             while pending:
-                try:
-                    ev = await asyncio.wait_for(queue.get(), timeout=0.25)
-                except asyncio.TimeoutError:
-                    if await request.is_disconnected():
-                        for j in jobs:
-                            j.cancelled.set()
-                        return None
-                    continue
+                getter = asyncio.ensure_future(queue.get())
+                done, _ = await asyncio.wait({getter, watcher}, return_when=asyncio.FIRST_COMPLETED)
+                if getter not in done:
+                    getter.cancel()
+                    for j in jobs:
+                        j.cancelled.set()
+                    return None
+                ev = getter.result()
                 if isinstance(ev, TokenEvent):
                     states[ev.index].add(ev)
                 elif isinstance(ev, FinishEvent):
@@ -395,6 +422,8 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             for j in jobs:
                 j.cancelled.set()
             raise
+        finally:
+            watcher.cancel()
         return states
 
     def chat_prompt(req: Mapping[str, Any], rt: ModelRuntime, plan: Optional[ToolPlan]) -> tuple[list[int], str]:

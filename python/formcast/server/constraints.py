@@ -191,6 +191,8 @@ def _structural_tag_grammar(c: Constraint) -> Grammar:
     has_legacy = "structures" in spec or "triggers" in spec
     if not has_current and not has_legacy:
         raise APIError(400, f"'{c.param}' needs 'format' (or the legacy 'structures' and 'triggers')", param=c.param)
+    if has_current and not (isinstance(spec["format"], Mapping) and isinstance(spec["format"].get("type"), str)):
+        raise APIError(400, f"'{c.param}.format' must be an object with a 'type'", param=c.param)
     if has_legacy:
         structures = spec.get("structures")
         triggers = spec.get("triggers")
