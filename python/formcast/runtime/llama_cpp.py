@@ -48,8 +48,8 @@ class LlamaCppRuntime(ModelRuntime):
     """A GGUF model on llama.cpp with ``num_slots`` batched sequences.
 
     ``n_ctx`` is the context of one sequence; the unified KV cache holds
-    ``kv_capacity`` cells shared by all slots (default ``n_ctx``: the
-    scheduler admits requests while their reserved positions fit).
+    ``kv_capacity`` cells shared by all slots (default ``n_ctx * num_slots``,
+    so every slot can always fill its whole context).
     ``threads`` is the number of decode threads.
     """
 
@@ -84,7 +84,9 @@ class LlamaCppRuntime(ModelRuntime):
             raise ModelRuntimeError(f"llama.cpp could not load {path}")
         train_ctx = int(llama_cpp.llama_model_n_ctx_train(self._model))
         self.n_ctx = min(n_ctx, train_ctx) if train_ctx > 0 else n_ctx
-        self.kv_capacity = max(kv_capacity or self.n_ctx, self.n_ctx)
+        # Every slot can hold a full context: the cache is shared (unified) but
+        # sized so that no admitted sequence can run out of cells.
+        self.kv_capacity = max(kv_capacity or self.n_ctx * num_slots, self.n_ctx)
         self.num_slots = num_slots
         self.max_batch_tokens = n_batch
         cp = llama_cpp.llama_context_default_params()
