@@ -314,7 +314,7 @@ def test_conflicting_constraints_400(client):
         ({"regex": "(a|b"}, "regex"),
         ({"regex": r"(a)\1"}, "regex"),
         ({"response_format": {"type": "xml"}}, "response_format"),
-        ({"structural_tag": {"format": 5, "type": "structural_tag"}}, "structural"),
+        ({"structural_tag": {"format": 5, "type": "structural_tag"}}, "structural_tag"),
         ({"response_format": {"type": "structural_tag", "structures": "nope", "triggers": []}}, "structures"),
         ({"template": "no-such-template"}, "template"),
         ({"chat_template": "{% for m in messages %}{{ m.content "}, "chat_template"),
@@ -400,11 +400,14 @@ def test_history_tool_call_arguments_are_parsed_for_the_template(client):
     assert r.choices[0].message.content is not None
 
 
-@pytest.mark.parametrize("choice", ["auto", "required", {"type": "function", "function": {"name": "get_weather"}},
-                                    {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}])
+ALL_CHOICES = ["auto", "required", {"type": "function", "function": {"name": "get_weather"}},
+               {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}]
+
+
+@pytest.mark.parametrize("choice", ALL_CHOICES)
 @pytest.mark.parametrize("parallel", [True, False])
-def test_tool_choice_modes_pending_or_enforced(client, choice, parallel):
-    if _tools_available():  # pragma: no cover - enabled once formcast.styles lands
+def test_tool_choice_modes_pending(client, choice, parallel):
+    if _tools_available():
         pytest.skip("tool calling is available: covered by the tool-call tests")
     with pytest.raises(openai.APIStatusError) as e:
         client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}], max_tokens=32,
@@ -413,13 +416,159 @@ def test_tool_choice_modes_pending_or_enforced(client, choice, parallel):
     assert e.value.response.headers.get("x-should-retry") == "false"
 
 
-def test_structural_tag_pending_or_enforced(client):
+def _stag_available() -> bool:
+    from formcast.server.constraints import structural_tag_supported
+
+    return structural_tag_supported()
+
+
+needs_stag = pytest.mark.skipif(not _stag_available(), reason="Grammar.from_structural_tag not in this build")
+needs_tools = pytest.mark.skipif(not _tools_available(), reason="formcast.styles / Grammar.from_structural_tag not in this build")
+SEARCH = {"type": "function", "function": {"name": "search", "strict": True, "parameters": {
+    "type": "object", "properties": {"query": {"type": "string", "maxLength": 40}}, "required": ["query"], "additionalProperties": False}}}
+WEATHER_Q = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
+TOOL_SCHEMAS = {t["function"]["name"]: t["function"]["parameters"] for t in (WEATHER, SEARCH)}
+
+
+def _check_calls(calls) -> None:
+    for call in calls:
+        assert call.type == "function" and call.id
+        jsonschema.validate(json.loads(call.function.arguments), TOOL_SCHEMAS[call.function.name])
+
+
+@needs_tools
+@pytest.mark.parametrize("parallel", [True, False])
+def test_tool_choice_required(client, parallel):
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+                                       tool_choice="required", parallel_tool_calls=parallel)
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls" and c.message.tool_calls
+    _check_calls(c.message.tool_calls)
+    if not parallel:
+        assert len(c.message.tool_calls) == 1
+
+
+@needs_tools
+def test_tool_choice_named_is_stop(client):
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+                                       tool_choice={"type": "function", "function": {"name": "search"}})
+    c = r.choices[0]
+    assert c.finish_reason == "stop"
+    assert [t.function.name for t in c.message.tool_calls] == ["search"]
+    _check_calls(c.message.tool_calls)
+
+
+@needs_tools
+def test_tool_choice_allowed_tools(client):
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+                                       tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
+                                           {"type": "function", "function": {"name": "search"}}]}})
+    c = r.choices[0]
+    assert c.finish_reason == "tool_calls" and {t.function.name for t in c.message.tool_calls} == {"search"}
+    _check_calls(c.message.tool_calls)
+
+
+@needs_tools
+def test_tool_choice_auto(client):
+    for seed in range(3):
+        r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+                                           tool_choice="auto", seed=seed)
+        c = r.choices[0]
+        if c.message.tool_calls:
+            assert c.finish_reason == "tool_calls"
+            _check_calls(c.message.tool_calls)
+        else:
+            assert c.finish_reason in ("stop", "length") and c.message.content is not None
+
+
+@needs_tools
+def test_tools_with_response_format_union(client):
+    for seed in range(3):
+        r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER], tool_choice="auto",
+                                           seed=seed, response_format={"type": "json_schema", "json_schema": {"name": "p", "schema": PERSON}})
+        c = r.choices[0]
+        if c.message.tool_calls:
+            assert c.finish_reason == "tool_calls"
+            _check_calls(c.message.tool_calls)
+        else:
+            assert c.finish_reason == "stop"
+            _valid(c.message.content, PERSON)
+
+
+@needs_tools
+def test_stream_helper_with_strict_tool(client):
+    class GetWeather(BaseModel):
+        city: str = Field(max_length=30)
+
+    tool = openai.pydantic_function_tool(GetWeather)
+    with client.chat.completions.stream(model=MODEL, messages=WEATHER_Q, max_tokens=60, tools=[tool],
+                                        tool_choice="required") as stream:
+        done = [e for e in stream if e.type == "tool_calls.function.arguments.done"]
+        final = stream.get_final_completion()
+    assert len(done) >= 1 and done[0].name == "GetWeather" and isinstance(done[0].parsed_arguments, GetWeather)
+    call = final.choices[0].message.tool_calls[0]
+    assert call.function.name == "GetWeather" and isinstance(call.function.parsed_arguments, GetWeather)
+
+
+@needs_tools
+def test_stream_tool_call_deltas_wire_format(http):
+    body = {"model": MODEL, "messages": WEATHER_Q, "max_tokens": 80, "tools": [WEATHER, SEARCH], "tool_choice": "required",
+            "stream": True}
+    deltas = []
+    finish = []
+    with http.stream("POST", "/v1/chat/completions", json=body) as r:
+        for line in r.iter_lines():
+            if line.startswith("data: {"):
+                for ch in json.loads(line[6:])["choices"]:
+                    deltas.extend(ch["delta"].get("tool_calls") or [])
+                    if ch["finish_reason"]:
+                        finish.append(ch["finish_reason"])
+    assert finish == ["tool_calls"] and deltas
+    seen: dict[int, dict] = {}
+    for d in deltas:
+        assert "index" in d
+        if d["index"] not in seen:
+            assert d["id"] and d["type"] == "function" and d["function"]["name"]
+            seen[d["index"]] = {"name": d["function"]["name"], "args": d["function"].get("arguments", "")}
+        else:
+            assert "id" not in d and "type" not in d and "name" not in d.get("function", {})
+            seen[d["index"]]["args"] += d["function"].get("arguments", "")
+    for call in seen.values():
+        jsonschema.validate(json.loads(call["args"]), TOOL_SCHEMAS[call["name"]])
+
+
+@needs_stag
+def test_structural_tag_current_and_legacy(client):
+    tag = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
+        {"type": "const_string", "value": "Person: "}, {"type": "json_schema", "json_schema": PERSON}]}}
+    r = client.chat.completions.create(model=MODEL, messages=USER, max_tokens=60, extra_body={"response_format": tag})
+    text = r.choices[0].message.content
+    assert r.choices[0].finish_reason == "stop" and text.startswith("Person: ")
+    _valid(text[len("Person: "):], PERSON)
+    legacy = {"type": "structural_tag", "structures": [{"begin": "<person>", "schema": PERSON, "end": "</person>"}],
+              "triggers": ["<person>"]}
+    r = client.chat.completions.create(model=MODEL, max_tokens=60, extra_body={"response_format": legacy},
+                                       messages=[{"role": "user", "content": "Write <person> then a JSON person."}])
+    text = r.choices[0].message.content
+    for m in re.finditer(r"<person>(.*?)</person>", text, flags=re.S):
+        _valid(m.group(1), PERSON)
+
+
+@needs_stag
+def test_bad_structural_tag_is_400(client):
+    bad = {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "const_string"}]}}
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL, messages=USER, max_tokens=8, extra_body={"response_format": bad})
+    assert "structural tag" in e.value.message
+
+
+def test_structural_tag_pending(client):
+    if _stag_available():
+        pytest.skip("structural tags available")
     tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [
         {"begin": "<tool_call>", "content": {"type": "json_schema", "json_schema": PERSON}, "end": "</tool_call>"}]}}
     legacy = {"type": "structural_tag", "structures": [{"begin": "<p>", "schema": PERSON, "end": "</p>"}], "triggers": ["<p>"]}
     for rf in (tag, legacy):
-        if _tools_available():  # pragma: no cover
-            pytest.skip("structural tags available")
         with pytest.raises(openai.APIStatusError) as e:
             client.chat.completions.create(model=MODEL, messages=USER, max_tokens=8, extra_body={"response_format": rf})
         assert e.value.status_code == 501 and "structural tag" in e.value.message

@@ -37,6 +37,8 @@ def _serve_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--queue-size", type=int, default=16, help="requests that may wait for a slot; beyond it 503 (default 16)")
     p.add_argument("--api-key", default=os.environ.get("FORMCAST_API_KEY"), help="require this bearer token (default: $FORMCAST_API_KEY, or none)")
     p.add_argument("--compile-timeout", type=float, default=10.0, help="grammar compile budget per request in seconds (default 10)")
+    p.add_argument("--tool-style", default=None, help="tool-call style of the model family (default: detected from the chat template; Hermes/Qwen <tool_call> JSON otherwise)")
+    p.add_argument("--reasoning", default=None, choices=["enabled", "auto", "disabled"], help="reasoning block handling (default: detected)")
     p.add_argument("--template", default=None, help="chat template: a built-in name (chatml, llama3, mistral, gemma) or a Jinja file (default: the model's)")
 
 
@@ -70,6 +72,8 @@ def _serve(ns: argparse.Namespace) -> int:
             served_model_name=ns.served_model_name,
             compile_timeout_s=ns.compile_timeout,
             template=template,
+            tool_style=ns.tool_style,
+            reasoning=ns.reasoning,
         )
     )
     return 0

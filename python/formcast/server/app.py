@@ -31,7 +31,8 @@ from .errors import APIError, error_body
 from .metrics import Metrics
 from .output import ChoiceState, chat_logprobs, completion_logprobs, new_id, now, sse, usage
 from .templates import normalize_messages, render_chat, resolve_template
-from .tools import ToolPlan, plan_tools
+from .reader import PlainReader, StyleReader
+from .tools import ToolPlan, detect_style, plan_tools, tool_calling_available, tool_constraint, tool_system_prompt
 
 log = logging.getLogger("formcast.server")
 
@@ -46,7 +47,10 @@ class ServerConfig:
     ``ctx_size``: context of one sequence; ``parallel``: sequences decoded
     together; ``queue_size``: requests that may wait for a slot before new
     ones get 503; ``api_key``: required bearer token (None: open);
-    ``compile_timeout_s``: grammar compile budget per request.
+    ``compile_timeout_s``: grammar compile budget per request;
+    ``tool_style``: the built-in tool-call style (None: detected from the
+    chat template, Hermes/Qwen ``<tool_call>`` JSON by default);
+    ``reasoning``: ``enabled``/``auto``/``disabled`` (None: the detected default).
     """
 
     model: Optional[str] = None
@@ -62,6 +66,8 @@ class ServerConfig:
     compile_timeout_s: float = 10.0
     template: Optional[str] = None
     retry_after_s: int = 1
+    tool_style: Optional[str] = None
+    reasoning: Optional[str] = None
 
 
 class _State:
@@ -75,6 +81,8 @@ class _State:
         self.ready = threading.Event()
         self.compile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="formcast-compile")
         self.created = now()
+        self.style: str = "qwen_3"
+        self.reasoning: Optional[str] = None
 
     def load(self, runtime: Optional[ModelRuntime]) -> None:
         try:
@@ -88,6 +96,9 @@ class _State:
             )
             self.runtime = rt
             self.compiler = GrammarCompiler(rt.tokenizer)
+            style, reasoning = detect_style(rt.chat_template)
+            self.style = self.config.tool_style or style
+            self.reasoning = self.config.reasoning or reasoning
             self.engine = Engine(rt, max_queue=self.config.queue_size, metrics=self.metrics)
             self.engine.start()
             self.ready.set()
@@ -438,6 +449,13 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         kwargs = req.get("chat_template_kwargs") or {}
         if not isinstance(kwargs, Mapping):
             raise APIError(400, "'chat_template_kwargs' must be an object", param="chat_template_kwargs")
+        if plan is not None and plan.active and state.style == "qwen_3" and "tools" not in source:
+            # The template cannot show the tools: describe them in the system turn.
+            section = tool_system_prompt(plan)
+            if messages and messages[0]["role"] == "system":
+                messages = [dict(messages[0], content=messages[0]["content"] + "\n\n" + section)] + messages[1:]
+            else:
+                messages = [{"role": "system", "content": section}] + messages
         text = render_chat(
             source,
             messages,
@@ -461,17 +479,39 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         model_id = check_model(req)
         rt, _, _ = ready()
         plan = plan_tools(req)
-        constraint = constraint_from_request(req)
-        if constraint is not None and plan is not None and plan.mode in ("required", "named"):
-            raise APIError(
-                400,
-                f"'{constraint.param}' cannot be combined with tool_choice '{plan.mode}' (the turn must be a tool call)",
-                param="tool_choice",
-            )
+        reasoning = state.reasoning
+        kw = req.get("chat_template_kwargs")
+        if isinstance(kw, Mapping) and isinstance(kw.get("enable_thinking"), bool):
+            reasoning = "enabled" if kw["enable_thinking"] else "disabled"
+
+        def build() -> tuple[Optional[Constraint], Any]:
+            # Grammar construction (schema translation included) runs here,
+            # in the compile pool, not on the event loop.
+            c = constraint_from_request(req, rt.tokenizer)
+            if c is not None and plan is not None and plan.mode in ("required", "named"):
+                raise APIError(
+                    400,
+                    f"'{c.param}' cannot be combined with tool_choice '{plan.mode}' (the turn must be a tool call)",
+                    param="tool_choice",
+                )
+            if plan is not None and plan.active:
+                return tool_constraint(plan, c, style=state.style, reasoning=reasoning, tokenizer=rt.tokenizer)
+            return c, None
+
+        constraint, style_tag = await asyncio.get_running_loop().run_in_executor(state.compile_pool, build)
         n = n_of(req)
         prompt_ids, prefill = chat_prompt(req, rt, plan)
         params, matchers = await prepare(req, prompt_ids, prefill, constraint, n, legacy=False)
         queue, jobs = await run_jobs(request, [prompt_ids], params, matchers, n)
+
+        def make_reader() -> Any:
+            return StyleReader(style_tag, plan.tools if plan else None) if style_tag is not None else PlainReader()
+
+        def final_reason(reason: str, reader: Any) -> str:
+            if reason == "stop" and reader.tool_calls and plan is not None and plan.mode in ("auto", "required"):
+                return "tool_calls"
+            return reason
+
         cid = new_id("chatcmpl")
         created = now()
         stream = bool(req.get("stream"))
@@ -479,7 +519,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             so = req.get("stream_options") or {}
             include_usage = bool(so.get("include_usage")) if isinstance(so, Mapping) else False
             return StreamingResponse(
-                _chat_stream(queue, jobs, cid, created, model_id, include_usage, params, rt),
+                _chat_stream(queue, jobs, cid, created, model_id, include_usage, params, rt, make_reader, final_reason),
                 media_type="text/event-stream",
                 headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
             )
@@ -490,12 +530,16 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         for s in states:
             fin = s.finish
             assert fin is not None
-            message: dict[str, Any] = {"role": "assistant", "content": s.text, "refusal": None, "tool_calls": None}
+            reader = make_reader()
+            reader.feed(s.text)
+            reader.finish()
+            message: dict[str, Any] = {"role": "assistant", "refusal": None}
+            message.update(reader.message())
             choice: dict[str, Any] = {
                 "index": s.index,
                 "message": message,
                 "logprobs": chat_logprobs(s.logprobs, rt.tokenizer.token_bytes) if params.logprobs else None,
-                "finish_reason": fin.reason,
+                "finish_reason": final_reason(fin.reason, reader),
             }
             if fin.note:
                 choice["finish_detail"] = fin.note
@@ -515,7 +559,8 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         )
 
     async def _chat_stream(
-        queue: asyncio.Queue, jobs: list[Job], cid: str, created: int, model_id: str, include_usage: bool, params: SamplingParams, rt: ModelRuntime
+        queue: asyncio.Queue, jobs: list[Job], cid: str, created: int, model_id: str, include_usage: bool, params: SamplingParams, rt: ModelRuntime,
+        make_reader: Any, final_reason: Any,
     ) -> AsyncIterator[bytes]:
         def chunk(choices: list[dict], **extra: Any) -> bytes:
             body: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model_id, "system_fingerprint": None, "choices": choices}
@@ -525,23 +570,27 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             return sse(body)
 
         pending = len(jobs)
-        started: set[int] = set()
         completion_tokens = 0
+        readers = {j.index: make_reader() for j in jobs}
         try:
             for j in jobs:
                 yield chunk([{"index": j.index, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None}])
-                started.add(j.index)
             while pending:
                 ev = await queue.get()
                 if isinstance(ev, TokenEvent):
-                    if not ev.text and not ev.logprobs:
-                        continue
-                    lp = chat_logprobs(ev.logprobs, rt.tokenizer.token_bytes) if params.logprobs else None
-                    yield chunk([{"index": ev.index, "delta": {"content": ev.text}, "logprobs": lp, "finish_reason": None}])
+                    deltas = readers[ev.index].feed(ev.text)
+                    lp = chat_logprobs(ev.logprobs, rt.tokenizer.token_bytes) if params.logprobs and ev.logprobs else None
+                    if lp is not None and not deltas:
+                        deltas = [{"content": ""}]
+                    for k, d in enumerate(deltas):
+                        yield chunk([{"index": ev.index, "delta": d, "logprobs": lp if k == 0 else None, "finish_reason": None}])
                 elif isinstance(ev, FinishEvent):
                     pending -= 1
                     completion_tokens += ev.completion_tokens
-                    choice: dict[str, Any] = {"index": ev.index, "delta": {}, "logprobs": None, "finish_reason": ev.reason}
+                    reader = readers[ev.index]
+                    for d in reader.finish():
+                        yield chunk([{"index": ev.index, "delta": d, "logprobs": None, "finish_reason": None}])
+                    choice: dict[str, Any] = {"index": ev.index, "delta": {}, "logprobs": None, "finish_reason": final_reason(ev.reason, reader)}
                     if ev.note:
                         choice["finish_detail"] = ev.note
                     yield chunk([choice])
@@ -583,7 +632,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             raise APIError(400, "'prompt' has token ids outside the vocabulary", param="prompt")
         if req.get("tools"):
             raise APIError(400, "'tools' are not supported on /v1/completions; use /v1/chat/completions", param="tools")
-        constraint = constraint_from_request(req)
+        constraint = await asyncio.get_running_loop().run_in_executor(state.compile_pool, constraint_from_request, req, rt.tokenizer)
         n = n_of(req)
         longest = max(prompts, key=len)
         params, matchers = await prepare(req, longest, "", constraint, n * len(prompts), legacy=True)
@@ -704,7 +753,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             else:
                 chat_req["response_format"] = dict(fmt)
         try:
-            constraint = constraint_from_request(chat_req)
+            constraint = await asyncio.get_running_loop().run_in_executor(state.compile_pool, constraint_from_request, chat_req, rt.tokenizer)
         except APIError as e:
             if e.param and e.param.startswith("response_format"):
                 e.param = "text.format"

@@ -108,10 +108,11 @@ def _collect(req: Mapping[str, Any]) -> list[Constraint]:
     return found
 
 
-def constraint_from_request(req: Mapping[str, Any]) -> Optional[Constraint]:
+def constraint_from_request(req: Mapping[str, Any], tokenizer: Any = None) -> Optional[Constraint]:
     """The single output constraint of ``req`` (None for free text), with
     its grammar built. Raises a 400 :class:`APIError` when two constraints
-    are given or the constraint is invalid."""
+    are given or the constraint is invalid. ``tokenizer`` resolves token
+    strings in structural tags."""
     found = _collect(req)
     if len(found) > 1:
         names = " and ".join(f"'{c.param}'" for c in found)
@@ -119,7 +120,7 @@ def constraint_from_request(req: Mapping[str, Any]) -> Optional[Constraint]:
     if not found:
         return None
     c = found[0]
-    build_grammar(c)
+    build_grammar(c, tokenizer)
     return c
 
 
@@ -144,7 +145,7 @@ def _schema_value(c: Constraint) -> Any:
     return schema
 
 
-def build_grammar(c: Constraint) -> Grammar:
+def build_grammar(c: Constraint, tokenizer: Any = None) -> Grammar:
     """Builds ``c.grammar`` from ``c.spec``; every failure is a 400 that names
     the field and the problem."""
     try:
@@ -166,7 +167,7 @@ def build_grammar(c: Constraint) -> Grammar:
                 raise APIError(400, f"'{c.param}' must be a non-empty array of strings", param=c.param)
             c.grammar = Grammar.from_regex("|".join(re.escape(s) for s in c.spec))
         elif c.kind == "structural_tag":
-            c.grammar = _structural_tag_grammar(c)
+            c.grammar = _structural_tag_grammar(c, tokenizer)
         else:  # pragma: no cover - _collect only makes the kinds above
             raise APIError(400, f"unsupported constraint kind {c.kind!r}", param=c.param)
     except APIError:
@@ -178,7 +179,7 @@ def build_grammar(c: Constraint) -> Grammar:
     return c.grammar
 
 
-def _structural_tag_grammar(c: Constraint) -> Grammar:
+def _structural_tag_grammar(c: Constraint, tokenizer: Any) -> Grammar:
     spec = c.spec
     if isinstance(spec, str):
         try:
@@ -209,9 +210,8 @@ def _structural_tag_grammar(c: Constraint) -> Grammar:
             code="structural_tag_unavailable",
             headers={"x-should-retry": "false"},
         )
-    tag = dict(spec)
-    tag.pop("type", None)
-    return Grammar.from_structural_tag(tag)  # type: ignore[attr-defined]
+    c.spec = dict(spec, type="structural_tag")
+    return Grammar.from_structural_tag(c.spec, tokenizer)  # type: ignore[attr-defined]
 
 
 def compile_constraint(compiler: GrammarCompiler, c: Constraint, *, timeout_s: float) -> tuple[Any, float]:
