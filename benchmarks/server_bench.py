@@ -74,6 +74,22 @@ def tool_call_gbnf() -> str:
     return 'root ::= "<tool_call>\\n" call "\\n</tool_call>"\n' + inner
 
 
+def compile_tool_grammar(compiler, rt, gbnf: str):
+    """formcast's 3-tool constraint: the Hermes/Qwen style's structural tag
+    (tool_choice required, one call) when this build has formcast.styles and
+    Grammar.from_structural_tag, else the same language as GBNF."""
+    if hasattr(fc.Grammar, "from_structural_tag"):
+        try:
+            from formcast.styles import structural_tag_for
+        except ImportError:
+            structural_tag_for = None
+        if structural_tag_for is not None:
+            tools = [{"type": "function", "function": {"name": t["name"], "strict": True, "parameters": t["parameters"]}} for t in TOOLS]
+            tag = structural_tag_for("qwen_3", tools, "required", False, "disabled")
+            return compiler.compile(fc.Grammar.from_structural_tag(tag, rt.tokenizer)), "structural tag (formcast.styles qwen_3)"
+    return compiler.compile(fc.Grammar.from_ebnf(gbnf)), "GBNF (structural tags not in this build)"
+
+
 def chat_prompt(rt, user: str, system: str | None = None) -> list[int]:
     from formcast.server.templates import render_chat, resolve_template
 
@@ -181,8 +197,9 @@ def part1(args) -> dict:
     w1_compiled = compiler.compile(fc.Grammar.from_json_schema(w1, strict=True))  # as the server compiles it
     w1_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    tools_compiled = compiler.compile(fc.Grammar.from_ebnf(tools_gbnf))
+    tools_compiled, tools_kind = compile_tool_grammar(compiler, rt, tools_gbnf)
     tools_compile = time.perf_counter() - t0
+    print(f"formcast 3-tool constraint: {tools_kind}")
     system = "You can call these tools:\n" + json.dumps(TOOLS) + "\nCall one as <tool_call>\n{\"name\": ..., \"arguments\": ...}\n</tool_call>"
     p_w1 = chat_prompt(rt, "Create a calendar event for a team lunch next Friday at noon in Paris. Answer in JSON.")
     p_tools = chat_prompt(rt, "What's the weather in Paris?", system)

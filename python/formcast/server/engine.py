@@ -197,6 +197,12 @@ class Engine:
                 for slot, j in list(self._active.items()):
                     j.emit(ErrorEvent(j.index, f"generation failed: {e}"))
                     self._release(j)
+                    # The slot's cache is in an unknown state: forget it.
+                    self._slot_tokens[slot] = []
+                    try:
+                        self.runtime.clear_slot(slot)
+                    except Exception:  # pragma: no cover
+                        log.exception("clearing slot %d failed", slot)
             self._gauge()
 
     def _admit(self) -> None:
