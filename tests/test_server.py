@@ -645,7 +645,13 @@ def test_responses_parse(client):
     r = client.responses.parse(model=MODEL, input="Describe a pet.", text_format=Pet, max_output_tokens=60)
     assert isinstance(r.output_parsed, Pet)
     r = client.responses.create(model=MODEL, input=[{"role": "user", "content": "Say hi"}], max_output_tokens=5)
-    assert r.output_text is not None
+    assert r.output_text is not None and r.status in ("completed", "incomplete")
+    with client.responses.stream(model=MODEL, input="Describe a pet.", text_format=Pet, max_output_tokens=60) as stream:
+        kinds = [e.type for e in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert "response.output_text.delta" in kinds
+    assert isinstance(final.output_parsed, Pet)
 
 
 # ------------------------------------------- concurrency and robustness --

@@ -713,8 +713,6 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         req = await _json_body(request)
         model_id = check_model(req)
         rt, _, _ = ready()
-        if req.get("stream"):
-            raise APIError(400, "streaming is not supported on /v1/responses; use /v1/chat/completions", param="stream")
         if req.get("tools"):
             raise APIError(400, "'tools' are not supported on /v1/responses yet; use /v1/chat/completions", param="tools")
         messages: list[dict] = []
@@ -761,42 +759,87 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         prompt_ids, prefill = chat_prompt(chat_req, rt, None)
         params, matchers = await prepare(chat_req, prompt_ids, prefill, constraint, 1, legacy=False)
         queue, jobs = await run_jobs(request, [prompt_ids], params, matchers, 1)
+        rid, mid, created = new_id("resp"), new_id("msg"), now()
+
+        def response_body(text: str, fin: Optional[FinishEvent]) -> dict:
+            status = "in_progress" if fin is None else ("completed" if fin.reason == "stop" else "incomplete")
+            out_tok = fin.completion_tokens if fin is not None else 0
+            return {
+                "id": rid,
+                "object": "response",
+                "created_at": created,
+                "status": status,
+                "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+                "model": model_id,
+                "output": [] if fin is None else [
+                    {
+                        "type": "message",
+                        "id": mid,
+                        "status": "completed" if status == "completed" else "incomplete",
+                        "role": "assistant",
+                        "content": [{"type": "output_text", "text": text, "annotations": []}],
+                    }
+                ],
+                "parallel_tool_calls": False,
+                "tool_choice": "none",
+                "tools": [],
+                "text": {"format": fmt or {"type": "text"}},
+                "error": None,
+                "usage": None if fin is None else {
+                    "input_tokens": len(prompt_ids),
+                    "input_tokens_details": {"cached_tokens": 0},
+                    "output_tokens": out_tok,
+                    "output_tokens_details": {"reasoning_tokens": 0},
+                    "total_tokens": len(prompt_ids) + out_tok,
+                },
+            }
+
+        if req.get("stream"):
+            return StreamingResponse(
+                _responses_stream(queue, jobs, response_body, mid), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
+            )
         states = await collect(request, queue, jobs)
         if states is None:
             return Response(status_code=499)
-        s = states[0]
-        assert s.finish is not None
-        complete = s.finish.reason == "stop"
-        rid = new_id("resp")
-        body = {
-            "id": rid,
-            "object": "response",
-            "created_at": now(),
-            "status": "completed" if complete else "incomplete",
-            "incomplete_details": None if complete else {"reason": "max_output_tokens"},
-            "model": model_id,
-            "output": [
-                {
-                    "type": "message",
-                    "id": new_id("msg"),
-                    "status": "completed" if complete else "incomplete",
-                    "role": "assistant",
-                    "content": [{"type": "output_text", "text": s.text, "annotations": []}],
-                }
-            ],
-            "parallel_tool_calls": False,
-            "tool_choice": "none",
-            "tools": [],
-            "text": {"format": fmt or {"type": "text"}},
-            "error": None,
-            "usage": {
-                "input_tokens": len(prompt_ids),
-                "input_tokens_details": {"cached_tokens": 0},
-                "output_tokens": s.finish.completion_tokens,
-                "output_tokens_details": {"reasoning_tokens": 0},
-                "total_tokens": len(prompt_ids) + s.finish.completion_tokens,
-            },
-        }
-        return JSONResponse(body)
+        return JSONResponse(response_body(states[0].text, states[0].finish))
+
+    async def _responses_stream(queue: asyncio.Queue, jobs: list[Job], response_body: Any, mid: str) -> AsyncIterator[bytes]:
+        seq = 0
+
+        def event(kind: str, **fields: Any) -> bytes:
+            nonlocal seq
+            seq += 1
+            data = json.dumps(dict(type=kind, sequence_number=seq - 1, **fields), ensure_ascii=False, separators=(",", ":"))
+            return f"event: {kind}\ndata: {data}\n\n".encode("utf-8")
+
+        text = ""
+        item = {"type": "message", "id": mid, "status": "in_progress", "role": "assistant", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        try:
+            yield event("response.created", response=response_body("", None))
+            yield event("response.in_progress", response=response_body("", None))
+            yield event("response.output_item.added", output_index=0, item=item)
+            yield event("response.content_part.added", item_id=mid, output_index=0, content_index=0, part=part)
+            while True:
+                ev = await queue.get()
+                if isinstance(ev, TokenEvent):
+                    if ev.text:
+                        text += ev.text
+                        yield event("response.output_text.delta", item_id=mid, output_index=0, content_index=0, delta=ev.text, logprobs=[])
+                elif isinstance(ev, FinishEvent):
+                    done_part = dict(part, text=text)
+                    final = response_body(text, ev)
+                    yield event("response.output_text.done", item_id=mid, output_index=0, content_index=0, text=text, logprobs=[])
+                    yield event("response.content_part.done", item_id=mid, output_index=0, content_index=0, part=done_part)
+                    yield event("response.output_item.done", output_index=0, item=final["output"][0])
+                    kind = "response.completed" if final["status"] == "completed" else "response.incomplete"
+                    yield event(kind, response=final)
+                    break
+                elif isinstance(ev, ErrorEvent):
+                    yield event("error", code="server_error", message=ev.message, param=None)
+                    break
+        finally:
+            for j in jobs:
+                j.cancelled.set()
 
     return app
