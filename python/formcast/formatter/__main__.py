@@ -1,0 +1,7 @@
+"""``python -m formcast.formatter {format,eval,data} ...``"""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

@@ -1,0 +1,228 @@
+"""OpenAI ``tools`` / ``tool_choice`` / reasoning options, validated and
+normalized into one :class:`ToolRequest` that style builders consume.
+
+Every error is a :class:`StyleError` naming the offending field the way the
+request spells it, e.g. ``tools[2].function.parameters``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
+
+import jsonschema
+import pydantic
+
+__all__ = ["StyleError", "FunctionTool", "ToolRequest", "normalize_request", "ReasoningMode", "ANY_ARGUMENTS"]
+
+ReasoningMode = Literal["enabled", "auto", "disabled"]
+Mode = Literal["none", "auto", "required", "forced"]
+
+# What a call's arguments must be when the tool's schema is not enforced.
+ANY_ARGUMENTS: dict[str, Any] = {"type": "object"}
+
+# Names are spliced into wire formats (`<function=NAME>`, `name="NAME"`):
+# only characters that cannot close or break any of them.
+_NAME_PATTERN = r"^[A-Za-z0-9_.\-]{1,64}$"
+
+
+class StyleError(ValueError):
+    """A bad style request: the message names the field at fault."""
+
+
+class _FunctionDef(pydantic.BaseModel):
+    model_config = pydantic.ConfigDict(extra="allow", strict=True)
+
+    name: str = pydantic.Field(pattern=_NAME_PATTERN)
+    description: Optional[str] = None
+    parameters: Optional[dict[str, Any]] = None
+    strict: Optional[bool] = None
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    """One function tool as a style builder sees it."""
+
+    name: str
+    #: The schema the call's arguments are constrained to: the declared
+    #: ``parameters`` unless ``strict`` is false or they are missing, in
+    #: which case any JSON object.
+    schema: Any
+    #: The declared ``parameters`` (or None), kept as a typing hint for
+    #: converting XML-style arguments back to JSON.
+    parameters: Optional[dict[str, Any]] = None
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """A normalized request: which calls may appear, and how many."""
+
+    #: The tools calls may name (already narrowed by ``allowed_tools``; one
+    #: tool when ``mode == "forced"``).
+    functions: tuple[FunctionTool, ...]
+    mode: Mode
+    parallel: bool
+    reasoning: ReasoningMode
+    builtin_tools: tuple[str, ...] = ()
+    exclude_special_tokens: bool = True
+
+    @property
+    def calls_allowed(self) -> bool:
+        return self.mode != "none" and bool(self.functions or self.builtin_tools)
+
+
+def _field_path(prefix: str, loc: Sequence[Union[str, int]]) -> str:
+    out = prefix
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _as_dict(value: Any) -> Any:
+    # openai / pydantic objects are accepted as well as plain dicts.
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(exclude_none=True)
+    return value
+
+
+def _parse_tool(i: int, raw: Any) -> FunctionTool:
+    where = f"tools[{i}]"
+    raw = _as_dict(raw)
+    if not isinstance(raw, Mapping):
+        raise StyleError(f"{where} must be an object, not {type(raw).__name__}")
+    if raw.get("type", "function") != "function":
+        raise StyleError(f"{where}.type must be \"function\" (got {raw.get('type')!r}); pass built-in tools as builtin_tools")
+    if "function" in raw:
+        body, where = raw["function"], where + ".function"
+        body = _as_dict(body)
+        if not isinstance(body, Mapping):
+            raise StyleError(f"{where} must be an object, not {type(body).__name__}")
+    else:  # the Responses API's flat shape
+        body = {k: v for k, v in raw.items() if k != "type"}
+    try:
+        fn = _FunctionDef.model_validate(dict(body))
+    except pydantic.ValidationError as e:
+        err = e.errors()[0]
+        raise StyleError(f"{_field_path(where, err['loc'])}: {err['msg']}") from None
+    if fn.parameters is not None:
+        try:
+            jsonschema.validators.validator_for(fn.parameters).check_schema(fn.parameters)
+        except jsonschema.SchemaError as e:
+            at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+            raise StyleError(f"{where}.parameters{at}: not a valid JSON Schema: {e.message}") from None
+        if fn.parameters.get("type", "object") != "object":
+            raise StyleError(f"{where}.parameters must describe an object (its properties are the arguments)")
+    enforced = fn.parameters is not None and fn.strict is not False
+    return FunctionTool(name=fn.name, schema=fn.parameters if enforced else dict(ANY_ARGUMENTS), parameters=fn.parameters)
+
+
+def _choice_name(where: str, raw: Any) -> str:
+    raw = _as_dict(raw)
+    if not isinstance(raw, Mapping) or raw.get("type", "function") != "function":
+        raise StyleError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+    if "function" in raw:
+        fn = _as_dict(raw["function"])
+        name, at = (fn.get("name") if isinstance(fn, Mapping) else None), where + ".function.name"
+    else:
+        name, at = raw.get("name"), where + ".name"
+    if not isinstance(name, str):
+        raise StyleError(f"{at} must be a string")
+    return name
+
+
+def _known(name: str, where: str, tools: Mapping[str, FunctionTool]) -> FunctionTool:
+    if name not in tools:
+        known = ", ".join(sorted(tools)) or "none"
+        raise StyleError(f"{where} names unknown function {name!r} (tools: {known})")
+    return tools[name]
+
+
+def _reasoning(value: Union[str, bool, None], default: ReasoningMode) -> ReasoningMode:
+    if value is None:
+        return default
+    if value is True:
+        return "enabled"
+    if value is False:
+        return "disabled"
+    if value in ("enabled", "auto", "disabled"):
+        return value  # type: ignore[return-value]
+    raise StyleError(f"reasoning must be \"enabled\", \"auto\", \"disabled\" or a bool, not {value!r}")
+
+
+def normalize_request(
+    tools: Optional[Sequence[Any]],
+    tool_choice: Any = "auto",
+    parallel_tool_calls: bool = True,
+    reasoning: Union[str, bool, None] = None,
+    *,
+    default_reasoning: ReasoningMode = "enabled",
+    builtin_tools: Sequence[str] = (),
+    exclude_special_tokens: bool = True,
+) -> ToolRequest:
+    """Validates OpenAI-style options into a :class:`ToolRequest`.
+
+    ``tool_choice`` is ``"auto"``, ``"none"``, ``"required"``, a named
+    function (``{"type": "function", "function": {"name": ...}}``) or
+    ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto"|"required",
+    "tools": [...]}}``; the Responses API's flat shapes are accepted too.
+    """
+    if tools is None:
+        tools = []
+    if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
+        raise StyleError("tools must be a list of tool objects")
+    parsed: dict[str, FunctionTool] = {}
+    for i, raw in enumerate(tools):
+        fn = _parse_tool(i, raw)
+        if fn.name in parsed:
+            raise StyleError(f"tools[{i}].function.name: duplicate function name {fn.name!r}")
+        parsed[fn.name] = fn
+    builtins = []
+    for i, b in enumerate(builtin_tools):
+        if not isinstance(b, str) or not b or any(c in b for c in "<>\"| \n"):
+            raise StyleError(f"builtin_tools[{i}] must be a plain tool name, not {b!r}")
+        builtins.append(b)
+    if not isinstance(parallel_tool_calls, bool):
+        raise StyleError("parallel_tool_calls must be a bool")
+    mode: Mode
+    functions = tuple(parsed.values())
+    tool_choice = _as_dict(tool_choice)
+    if tool_choice is None or tool_choice == "auto":
+        mode = "auto"
+    elif tool_choice == "none":
+        mode = "none"
+    elif tool_choice == "required":
+        mode = "required"
+        if not functions and not builtins:
+            raise StyleError("tool_choice is \"required\" but tools is empty")
+    elif isinstance(tool_choice, Mapping) and tool_choice.get("type") == "allowed_tools":
+        spec = tool_choice.get("allowed_tools", tool_choice)
+        where = "tool_choice.allowed_tools" if "allowed_tools" in tool_choice else "tool_choice"
+        spec = _as_dict(spec)
+        if not isinstance(spec, Mapping):
+            raise StyleError(f"{where} must be an object")
+        m = spec.get("mode", "auto")
+        if m not in ("auto", "required"):
+            raise StyleError(f"{where}.mode must be \"auto\" or \"required\", not {m!r}")
+        allowed = spec.get("tools")
+        if not isinstance(allowed, Sequence) or isinstance(allowed, (str, bytes)) or not allowed:
+            raise StyleError(f"{where}.tools must be a non-empty list")
+        names = []
+        for i, t in enumerate(allowed):
+            names.append(_known(_choice_name(f"{where}.tools[{i}]", t), f"{where}.tools[{i}]", parsed).name)
+        functions = tuple(f for f in functions if f.name in names)
+        mode = m
+    elif isinstance(tool_choice, Mapping):
+        name = _choice_name("tool_choice", tool_choice)
+        functions = (_known(name, "tool_choice", parsed),)
+        mode = "forced"
+    else:
+        raise StyleError(f"tool_choice must be \"auto\", \"none\", \"required\" or an object, not {tool_choice!r}")
+    return ToolRequest(
+        functions=functions,
+        mode=mode,
+        parallel=parallel_tool_calls,
+        reasoning=_reasoning(reasoning, default_reasoning),
+        builtin_tools=tuple(builtins) if mode in ("auto", "required") else (),
+        exclude_special_tokens=exclude_special_tokens,
+    )

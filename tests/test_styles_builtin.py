@@ -1,0 +1,174 @@
+"""Built-in styles: the structural tags they build, the request validation,
+the registry, and that XML arguments are what the engine's grammar accepts."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+import formcast as fc
+from formcast.styles import Style, StyleError, StyleTag, available_styles, register_style, structural_tag_for
+from formcast.styles.formats import CallRole, any_text
+from formcast.toolcalls import parse_output
+from styles_wire import ALL_STYLES, SEARCH, TOOLS, WEATHER, xml_params
+
+SPEC_FAMILIES = {
+    "llama", "kimi", "kimi_k3", "deepseek_r1", "deepseek_v3_1", "qwen_3", "qwen_3_5", "qwen_3_coder", "mimo", "harmony",
+    "deepseek_v3_2", "deepseek_v4", "deepseek_v4_1", "minimax", "minimax_m3", "glm_4_7", "cohere", "exaone",
+}
+
+
+def test_every_family_of_the_spec_is_registered():
+    assert SPEC_FAMILIES <= set(available_styles())
+    for s in SPEC_FAMILIES:
+        tag = structural_tag_for(s, TOOLS)
+        assert tag["type"] == "structural_tag"
+        assert json.loads(json.dumps(tag)) == tag  # a plain JSON dict
+        assert {r.name for r in tag.roles.values() if isinstance(r, CallRole)} == {"get_weather", "search"}
+
+
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(style="gemma_4"), "unknown style 'gemma_4'"),
+        (dict(tools=[WEATHER, SEARCH, {"type": "function", "function": {"name": "x", "parameters": {"type": 5}}}]), r"tools\[2\]\.function\.parameters\.type"),
+        (dict(tools=[WEATHER, {"type": "function", "function": {"name": "bad name"}}]), r"tools\[1\]\.function\.name"),
+        (dict(tools=[WEATHER, {"type": "function"}]), r"tools\[1\]\.name"),
+        (dict(tools=[WEATHER, WEATHER]), r"tools\[1\]\.function\.name: duplicate"),
+        (dict(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "array"}}}]), r"tools\[0\]\.function\.parameters must describe an object"),
+        (dict(tool_choice={"type": "function", "function": {"name": "nope"}}), r"tool_choice names unknown function 'nope'"),
+        (dict(tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "search"}}, {"type": "function", "function": {"name": "zz"}}]}}), r"tool_choice\.allowed_tools\.tools\[1\]"),
+        (dict(tool_choice="sometimes"), "tool_choice must be"),
+        (dict(tools=[], tool_choice="required"), "required"),
+        (dict(reasoning="maybe"), "reasoning must be"),
+        (dict(builtin_tools=["python"]), "builtin_tools"),
+    ],
+)
+def test_validation_errors_name_the_field(kwargs, field):
+    args = {"style": "qwen_3", "tools": TOOLS, **kwargs}
+    with pytest.raises(StyleError, match=field):
+        structural_tag_for(args.pop("style"), **args)
+
+
+def test_tool_choice_modes_shape_the_tag():
+    auto = structural_tag_for("qwen_3", TOOLS, reasoning="disabled")["format"]
+    assert auto["type"] == "triggered_tags" and not auto["at_least_one"] and not auto["stop_after_first"]
+    required = structural_tag_for("qwen_3", TOOLS, "required", parallel_tool_calls=False, reasoning="disabled")["format"]
+    assert required["at_least_one"] and required["stop_after_first"]
+    forced = structural_tag_for("qwen_3", TOOLS, {"type": "function", "function": {"name": "search"}}, reasoning="disabled")["format"]
+    assert forced["type"] == "tag" and '"search"' in forced["begin"]
+    none = structural_tag_for("qwen_3", TOOLS, "none", reasoning="disabled")["format"]
+    assert none == any_text(["<think>", "</think>"])
+    allowed = structural_tag_for("qwen_3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "search"}}]}}, reasoning="disabled")["format"]
+    assert [t["begin"] for t in allowed["tags"]] == ['<tool_call>\n{"name": "search", "arguments": ']
+    assert allowed["at_least_one"]
+
+
+def test_strict_false_or_missing_parameters_mean_any_object():
+    loose = copy.deepcopy(WEATHER)
+    loose["function"]["strict"] = False
+    bare = {"type": "function", "function": {"name": "ping"}}
+    fmt = structural_tag_for("llama", [loose, bare])["format"]
+    assert [t["content"]["json_schema"] for t in fmt["tags"]] == [{"type": "object"}, {"type": "object"}]
+    strict = structural_tag_for("llama", [WEATHER])["format"]
+    assert strict["tags"][0]["content"]["json_schema"] == WEATHER["function"]["parameters"]
+
+
+def test_reasoning_modes():
+    enabled = structural_tag_for("qwen_3", TOOLS)["format"]["elements"][0]
+    assert enabled["elements"][0]["begin"] == "" and enabled["elements"][0]["end"] == "</think>" and enabled["elements"][1]["value"] == "\n\n"
+    auto = structural_tag_for("qwen_3", TOOLS, reasoning="auto")["format"]["elements"][0]
+    assert auto["type"] == "optional"
+    assert structural_tag_for("qwen_3", TOOLS, reasoning="disabled")["format"]["type"] == "triggered_tags"
+    assert structural_tag_for("mimo", TOOLS)["format"]["elements"][0]["begin"] == "<think>"
+    minimax_off = structural_tag_for("minimax", TOOLS, reasoning=False)["format"]["elements"][0]
+    assert [e["value"] for e in minimax_off["elements"]] == ["\n</think>\n\n", "\n\n"]
+    assert parse_output("qwen_3", "<think>hm</think>\n\nHi", tools=TOOLS, reasoning="auto").reasoning == "hm"
+    assert parse_output("qwen_3", "Hi", tools=TOOLS, reasoning="auto").content == "Hi"
+
+
+def test_harmony_builtin_tools_and_parallel_off():
+    tag = structural_tag_for("harmony", TOOLS, builtin_tools=["python"], parallel_tool_calls=False)
+    out = parse_output(tag, "<|channel|>analysis<|message|>plan<|end|><|start|>assistant<|channel|>commentary to=python code<|message|>print(1)<|call|>")
+    assert out.well_formed and out.reasoning == "plan"
+    assert [(c.name, c.arguments) for c in out.tool_calls] == [("python", "print(1)")]
+    two = '<|channel|>commentary to=functions.search<|constrain|>json<|message|>{"query": "a"}<|call|>'
+    assert not parse_output(tag, two + "<|start|>assistant" + two).well_formed
+    assert parse_output(structural_tag_for("harmony", TOOLS), "").well_formed  # empty output accepted
+    with pytest.raises(StyleError, match="builtin_tools"):
+        structural_tag_for("mimo", TOOLS, builtin_tools=["python"])
+
+
+def test_registry_accepts_a_user_style():
+    class Plain(Style):
+        name = "test_plain_calls"
+
+        def build(self, request, roles):
+            return {"type": "triggered_tags", "triggers": ["CALL "], "tags": [roles.mark({"type": "tag", "begin": f"CALL {f.name} ", "content": {"type": "json_schema", "json_schema": f.schema}, "end": "\n"}, CallRole(f.name)) for f in request.functions]}
+
+    register_style(Plain())
+    with pytest.raises(StyleError, match="already registered"):
+        register_style(Plain())
+    out = parse_output("test_plain_calls", 'ok CALL search {"query": "x"}\nbye', tools=TOOLS)
+    assert (out.content, out.tool_calls[0].name, out.tool_calls[0].arguments) == ("ok bye", "search", '{"query": "x"}')
+
+
+def test_style_tag_survives_copies_and_plain_dicts_parse_with_tools():
+    tag = structural_tag_for("qwen_3_5", TOOLS)
+    assert isinstance(copy.deepcopy(tag), StyleTag) and copy.deepcopy(tag).roles == tag.roles
+    text = "r</think>\n\nok<tool_call>\n<function=get_weather>\n<parameter=city>\nRome\n</parameter>\n<parameter=days>\n2\n</parameter>\n</function>\n</tool_call>"
+    plain = json.loads(json.dumps(tag))
+    a, b = parse_output(tag, text, call_id=str), parse_output(plain, text, tools=TOOLS, call_id=str)
+    assert a == b and a.tool_calls[0].arguments == '{"city": "Rome", "days": 2}'
+
+
+XML_FAMILIES = {
+    "qwen_3_5": "qwen_xml", "mimo": "qwen_xml", "minimax": "minimax_xml", "minimax_m3": "minimax_m3_xml", "deepseek_v3_2": "deepseek_xml",
+    "deepseek_v4": "deepseek_xml", "deepseek_v4_1": "deepseek_v4_1_xml", "glm_4_7": "glm_xml", "cohere": "cohere_xml", "kimi_k3": "kimi_k3_xml",
+}
+
+
+@pytest.fixture(scope="module")
+def byte_compiler() -> fc.GrammarCompiler:
+    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    return fc.GrammarCompiler(fc.TokenizerInfo.from_vocab(tokens, special_token_ids=[256], stop_token_ids=[256]))
+
+
+@pytest.mark.parametrize("family", sorted(XML_FAMILIES))
+def test_xml_arguments_are_accepted_by_the_engine_grammar(family, byte_compiler):
+    """The arguments format each family's tag names, the engine's grammar for
+    it, the test writer and the parser all agree."""
+    tag = structural_tag_for(family, [WEATHER, SEARCH])
+    args_nodes = [n for n in _walk(tag) if n.get("type") == "json_schema"]
+    assert {n["style"] for n in args_nodes} == {XML_FAMILIES[family]}
+    schema = WEATHER["function"]["parameters"]
+    for args in ({"city": "São Paulo <b>"}, {"city": "x", "days": 14}):
+        text = xml_params(XML_FAMILIES[family], args)
+        m = fc.GrammarMatcher(byte_compiler.compile(fc.Grammar.from_json_schema(schema, style=XML_FAMILIES[family])))
+        assert m.accept_string(text) and m.can_terminate(), text
+        from formcast.toolcalls.xmlargs import arguments_json
+
+        assert json.loads(arguments_json(XML_FAMILIES[family], text, schema, True)) == args
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+@pytest.mark.skipif(not hasattr(fc.Grammar, "from_structural_tag"), reason="structural-tag compiler not merged yet")
+@pytest.mark.parametrize("style", ALL_STYLES)
+def test_verified_examples_are_accepted_by_the_compiled_tag(style, byte_compiler):
+    from styles_wire import render
+
+    tag = structural_tag_for(style, [WEATHER])
+    text = render(style, "reasoning", "Sure.", [("get_weather", {"city": "Paris"})])
+    m = fc.GrammarMatcher(byte_compiler.compile(fc.Grammar.from_structural_tag(tag)))
+    assert m.accept_string(text) and m.can_terminate()
