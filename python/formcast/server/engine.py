@@ -1,0 +1,427 @@
+"""The decode loop: one thread owns the model runtime and steps every active
+sequence together (continuous batching).
+
+Each step: admit waiting jobs into free slots (reusing the longest cached
+prompt prefix of a slot), feed every active slot its next tokens in one
+``runtime.forward`` call (prompt chunks for new jobs, one token for the
+others), fill the token masks of all constrained sequences in one parallel
+call, set the disallowed logits to ``-inf``, sample, advance the matchers,
+and hand text deltas to the waiting request handlers on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import itertools
+import logging
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import numpy as np
+
+from .. import GrammarMatcher, allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask_batch
+from ..runtime import ModelRuntime, SequenceFeed
+
+log = logging.getLogger("formcast.server")
+
+__all__ = ["SamplingParams", "Job", "TokenEvent", "FinishEvent", "ErrorEvent", "Engine", "QueueFullError"]
+
+
+class QueueFullError(Exception):
+    """More jobs are waiting than the queue allows."""
+
+
+@dataclass
+class SamplingParams:
+    """Per-sequence sampling settings (OpenAI names)."""
+
+    max_tokens: int
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    seed: Optional[int] = None
+    stop: tuple[str, ...] = ()
+    logprobs: bool = False
+    top_logprobs: int = 0
+
+
+@dataclass
+class TokenEvent:
+    """New output text of choice ``index`` (may be empty while a UTF-8
+    character or a possible stop string is incomplete)."""
+
+    index: int
+    text: str
+    token_ids: list[int]
+    logprobs: list[dict] = field(default_factory=list)
+
+
+@dataclass
+class FinishEvent:
+    """Choice ``index`` ended. ``note`` explains an unusual end (e.g. a
+    constraint cut off by max_tokens)."""
+
+    index: int
+    reason: str
+    prompt_tokens: int
+    completion_tokens: int
+    note: Optional[str] = None
+
+
+@dataclass
+class ErrorEvent:
+    """Choice ``index`` failed inside the engine."""
+
+    index: int
+    message: str
+
+
+@dataclass
+class Job:
+    """One sequence to generate. Built by the request handler; the engine
+    fills in the decode state. ``prefill_tokens`` are already part of the
+    answer (an assistant prefill): they are in the prompt and were accepted
+    by ``matcher`` beforehand."""
+
+    index: int
+    prompt: list[int]
+    params: SamplingParams
+    emit: Callable[[Any], None]
+    matcher: Optional[GrammarMatcher] = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    # decode state
+    slot: int = -1
+    pos: int = 0
+    pending: list[int] = field(default_factory=list)
+    generated: list[int] = field(default_factory=list)
+    text_held: str = ""
+    decoder: Any = None
+    rng: Optional[np.random.Generator] = None
+    enqueued_at: float = 0.0
+    started_at: float = 0.0
+    first_token_at: float = 0.0
+
+
+class Engine:
+    """Owns ``runtime`` from its own thread; :meth:`submit` is thread-safe.
+
+    ``max_queue`` bounds the jobs waiting for a slot (beyond it
+    :class:`QueueFullError`). ``metrics`` is an optional
+    :class:`~formcast.server.metrics.Metrics`.
+    """
+
+    def __init__(self, runtime: ModelRuntime, *, max_queue: int = 64, metrics: Any = None) -> None:
+        self.runtime = runtime
+        self.max_queue = max_queue
+        self.metrics = metrics
+        self._waiting: deque[Job] = deque()
+        self._active: dict[int, Job] = {}
+        self._slot_tokens: list[list[int]] = [[] for _ in range(runtime.num_slots)]
+        self._cv = threading.Condition()
+        self._stop = False
+        self._thread: Optional[threading.Thread] = None
+        self._stop_ids = runtime.stop_token_ids
+        self._bitmask = allocate_token_bitmask(runtime.num_slots, runtime.logits_size)
+        self._seed_counter = itertools.count(int(time.time()))
+
+    # ------------------------------------------------------------ control --
+    def start(self) -> None:
+        """Starts the decode thread."""
+        self._thread = threading.Thread(target=self._run, name="formcast-decode", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stops the decode thread (waiting jobs get an error event)."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify_all()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+
+    @property
+    def queue_depth(self) -> int:
+        """Jobs waiting for a slot."""
+        return len(self._waiting)
+
+    @property
+    def active_count(self) -> int:
+        """Jobs being decoded."""
+        return len(self._active)
+
+    def has_room(self, n: int = 1) -> bool:
+        """Whether ``n`` more jobs would fit in the queue right now."""
+        free = self.runtime.num_slots - len(self._active)
+        return len(self._waiting) + n <= self.max_queue + max(free, 0)
+
+    def submit(self, jobs: Sequence[Job]) -> None:
+        """Queues ``jobs`` (all or none); raises :class:`QueueFullError`."""
+        with self._cv:
+            if self._stop:
+                raise QueueFullError("the server is shutting down")
+            free = self.runtime.num_slots - len(self._active)
+            if len(self._waiting) + len(jobs) > self.max_queue + max(free, 0):
+                raise QueueFullError(f"{len(self._waiting)} requests are already waiting")
+            now = time.monotonic()
+            for j in jobs:
+                j.enqueued_at = now
+                self._waiting.append(j)
+            self._cv.notify_all()
+        self._gauge()
+
+    # ---------------------------------------------------------- the loop --
+    def _gauge(self) -> None:
+        if self.metrics is not None:
+            self.metrics.queue_depth.set(len(self._waiting))
+            self.metrics.active_sequences.set(len(self._active))
+
+    def _run(self) -> None:
+        while True:
+            with self._cv:
+                while not self._stop and not self._waiting and not self._active:
+                    self._cv.wait()
+                if self._stop:
+                    for j in list(self._waiting) + list(self._active.values()):
+                        j.emit(ErrorEvent(j.index, "the server is shutting down"))
+                    self._waiting.clear()
+                    self._active.clear()
+                    return
+                self._admit()
+            try:
+                self._step()
+            except Exception as e:  # never let the loop die: fail the jobs of this step
+                log.exception("decode step failed")
+                for slot, j in list(self._active.items()):
+                    j.emit(ErrorEvent(j.index, f"generation failed: {e}"))
+                    self._release(j)
+                    # The slot's cache is in an unknown state: forget it.
+                    self._slot_tokens[slot] = []
+                    try:
+                        self.runtime.clear_slot(slot)
+                    except Exception:  # pragma: no cover
+                        log.exception("clearing slot %d failed", slot)
+            self._gauge()
+
+    def _admit(self) -> None:
+        free = [s for s in range(self.runtime.num_slots) if s not in self._active]
+        while self._waiting and free:
+            job = self._waiting.popleft()
+            if job.cancelled.is_set():
+                continue
+            # The free slot whose cached tokens share the longest prefix.
+            best, best_len = free[0], -1
+            for s in free:
+                cached = self._slot_tokens[s]
+                n = 0
+                for a, b in zip(cached, job.prompt):
+                    if a != b:
+                        break
+                    n += 1
+                if n > best_len:
+                    best, best_len = s, n
+            free.remove(best)
+            reuse = min(best_len, len(job.prompt) - 1)  # the last prompt token is always fed: its logits are needed
+            job.slot = best
+            job.pos = reuse
+            job.pending = list(job.prompt[reuse:])
+            self._slot_tokens[best] = list(job.prompt[:reuse])
+            job.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            seed = job.params.seed if job.params.seed is not None else next(self._seed_counter)
+            job.rng = np.random.default_rng(seed + job.index if job.params.seed is not None else seed)
+            job.started_at = time.monotonic()
+            self._active[best] = job
+            if self.metrics is not None:
+                self.metrics.prompt_tokens.inc(len(job.prompt))
+                self.metrics.cached_prompt_tokens.inc(reuse)
+
+    def _release(self, job: Job) -> None:
+        self._active.pop(job.slot, None)
+
+    def _step(self) -> None:
+        rt = self.runtime
+        # Drop cancelled jobs (client gone).
+        for slot, j in list(self._active.items()):
+            if j.cancelled.is_set():
+                self._release(j)
+                if self.metrics is not None:
+                    self.metrics.cancelled.inc()
+        if not self._active:
+            return
+        budget = rt.max_batch_tokens
+        feeds: list[SequenceFeed] = []
+        ready: list[Job] = []  # jobs whose feed ends the prompt / a decode step
+        decoding = [j for j in self._active.values() if not j.pending or len(j.pending) == 1]
+        prefilling = [j for j in self._active.values() if len(j.pending) > 1]
+        for j in decoding:
+            tokens = j.pending if j.pending else [j.generated[-1]]
+            feeds.append(SequenceFeed(j.slot, tokens, j.pos))
+            ready.append(j)
+            budget -= len(tokens)
+        for j in prefilling:
+            if budget <= 0:
+                break
+            chunk = j.pending[:budget]
+            feeds.append(SequenceFeed(j.slot, chunk, j.pos))
+            ready.append(j)
+            budget -= len(chunk)
+        if not feeds:
+            return
+        logits = rt.forward(feeds)
+        sample_rows: list[int] = []
+        for i, (f, j) in enumerate(zip(feeds, ready)):
+            n = len(f.tokens)
+            self._slot_tokens[j.slot].extend(f.tokens)
+            j.pos += n
+            if j.pending:
+                del j.pending[:n]
+                if j.pending:  # prompt not finished yet
+                    continue
+            sample_rows.append(i)
+        if not sample_rows:
+            return
+        # Masks for the constrained sequences, filled in parallel.
+        constrained = [i for i in sample_rows if ready[i].matcher is not None]
+        if constrained:
+            t0 = time.perf_counter()
+            bm = self._bitmask[: len(constrained)]
+            fill_next_token_bitmask_batch([ready[i].matcher for i in constrained], bm)
+            sub = logits[constrained]
+            apply_token_bitmask_inplace(sub, bm)
+            logits[constrained] = sub
+            if self.metrics is not None:
+                self.metrics.mask_seconds.observe(time.perf_counter() - t0)
+        for i in sample_rows:
+            self._advance(ready[i], logits[i])
+
+    def _advance(self, j: Job, row: np.ndarray) -> None:
+        p = j.params
+        token, lp = _sample(row, p, j.rng)
+        now = time.monotonic()
+        if not j.generated:
+            j.first_token_at = now
+        if j.matcher is not None and not j.matcher.accept_token(token):
+            # Cannot happen with a correct mask; never emit an unchecked token.
+            j.emit(ErrorEvent(j.index, f"internal error: the grammar rejected sampled token {token}"))
+            self._release(j)
+            return
+        j.generated.append(token)
+        if self.metrics is not None:
+            self.metrics.generation_tokens.inc()
+        if token in self._stop_ids:
+            self._finish(j, "stop", flush=True)
+            return
+        piece = self.runtime.tokenizer.token_bytes(token)
+        text = j.decoder.decode(piece)
+        logprobs = [lp] if lp is not None else []
+        done_reason: Optional[str] = None
+        if p.stop:
+            j.text_held += text
+            hit = _find_stop(j.text_held, p.stop)
+            if hit is not None:
+                out = j.text_held[:hit]
+                j.text_held = ""
+                j.emit(TokenEvent(j.index, out, [token], logprobs))
+                self._finish(j, "stop", flush=False)
+                return
+            keep = _held_suffix(j.text_held, p.stop)
+            out = j.text_held[: len(j.text_held) - keep]
+            j.text_held = j.text_held[len(j.text_held) - keep :]
+        else:
+            out = text
+        j.emit(TokenEvent(j.index, out, [token], logprobs))
+        if j.matcher is not None and j.matcher.is_terminated():
+            done_reason = "stop"
+        elif len(j.generated) >= p.max_tokens:
+            done_reason = "length"
+        elif j.pos >= self.runtime.n_ctx:
+            done_reason = "length"
+        if done_reason is not None:
+            self._finish(j, done_reason, flush=True)
+
+    def _finish(self, j: Job, reason: str, *, flush: bool) -> None:
+        note = None
+        if flush:
+            tail = j.text_held + j.decoder.decode(b"", final=True)
+            j.text_held = ""
+            if tail:
+                j.emit(TokenEvent(j.index, tail, [], []))
+        if reason == "length" and j.matcher is not None:
+            if j.matcher.can_terminate():
+                reason = "stop"  # the constrained answer is complete
+            else:
+                note = "max_tokens was reached before the output could satisfy the constraint: the output is incomplete"
+        elif reason == "length" and j.pos >= self.runtime.n_ctx:
+            note = f"the context window of {self.runtime.n_ctx} tokens is full"
+        n_out = len(j.generated)  # a final stop token counts, as OpenAI counts it
+        j.emit(FinishEvent(j.index, reason, len(j.prompt), n_out, note))
+        if self.metrics is not None:
+            self.metrics.finished.labels(reason=reason).inc()
+            if j.first_token_at:
+                self.metrics.time_to_first_token.observe(j.first_token_at - j.enqueued_at)
+        self._release(j)
+
+
+def _find_stop(text: str, stops: Sequence[str]) -> Optional[int]:
+    best = None
+    for s in stops:
+        k = text.find(s)
+        if k >= 0 and (best is None or k < best):
+            best = k
+    return best
+
+
+def _held_suffix(text: str, stops: Sequence[str]) -> int:
+    """Length of the longest suffix of ``text`` that is a proper prefix of a
+    stop string (held back until it is decided)."""
+    keep = 0
+    for s in stops:
+        for n in range(min(len(s) - 1, len(text)), keep, -1):
+            if text.endswith(s[:n]):
+                keep = n
+                break
+    return keep
+
+
+def _log_softmax(x: np.ndarray) -> np.ndarray:
+    m = np.max(x)
+    z = x - m
+    with np.errstate(invalid="ignore"):
+        return z - np.log(np.sum(np.exp(z)))
+
+
+def _sample(row: np.ndarray, p: SamplingParams, rng: np.random.Generator) -> tuple[int, Optional[dict]]:
+    """Samples one token from a (masked) logits row: greedy at temperature
+    0, else temperature, top-k and top-p. Returns the token and, when asked,
+    its logprob entry (log-softmax of the masked logits)."""
+    if p.temperature <= 0 or p.top_k == 1:
+        token = int(np.argmax(row))
+    else:
+        x = row.astype(np.float64) / p.temperature
+        if p.top_k > 0 and p.top_k < x.shape[0]:
+            kth = np.partition(x, -p.top_k)[-p.top_k]
+            x = np.where(x >= kth, x, -np.inf)
+        x = x - np.max(x)
+        probs = np.exp(x)
+        probs /= probs.sum()
+        if p.top_p < 1.0:
+            order = np.argsort(-probs)
+            cum = np.cumsum(probs[order])
+            cut = int(np.searchsorted(cum, p.top_p)) + 1
+            keep = order[:cut]
+            masked = np.zeros_like(probs)
+            masked[keep] = probs[keep]
+            probs = masked / masked.sum()
+        token = int(rng.choice(probs.shape[0], p=probs))
+    if not p.logprobs:
+        return token, None
+    lsm = _log_softmax(row.astype(np.float64))
+    entry: dict = {"token": token, "logprob": float(lsm[token]), "top": []}
+    if p.top_logprobs > 0:
+        k = min(p.top_logprobs, lsm.shape[0])
+        top = np.argpartition(-lsm, k - 1)[:k]
+        top = top[np.argsort(-lsm[top])]
+        entry["top"] = [(int(t), float(lsm[t])) for t in top if np.isfinite(lsm[t])]
+    return token, entry
