@@ -1000,7 +1000,8 @@ mod rule_cache {
             Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => false,
             Expr::Seq(v) | Expr::Alt(v) => v.iter().all(byte_level),
             Expr::Repeat { expr, .. } => byte_level(expr),
-            _ => true,
+            Expr::TextDispatch { cases, .. } => cases.iter().all(|(_, e)| byte_level(e)),
+            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Chars(_) | Expr::ByteSet(_) | Expr::Rule(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
         }
     }
 
