@@ -85,7 +85,9 @@ class TransformersRuntime(ModelRuntime):
             self._past.pop(slot, None)
             self._length[slot] = 0
         elif keep < self._length.get(slot, 0):
-            past.crop(keep)
+            # A negative argument ("drop this many from the end") is what every
+            # transformers version's cache accepts; 5.x refuses a positive length.
+            past.crop(keep - self._length[slot])
             self._length[slot] = keep
 
     def forward(self, feeds: Sequence[SequenceFeed]) -> np.ndarray:
