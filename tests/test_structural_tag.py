@@ -342,3 +342,21 @@ def test_tag_any_text_stops_exactly_at_the_end(compiler, inner, end):
     # Neither end has a border, so appending one cannot complete an end early.
     expected = "</t>" not in inner and "</k>" not in inner
     assert run(compiler, tag, "<t>" + inner + end) == expected, inner
+
+
+def test_dict_tags_compile_without_building_the_pydantic_models():
+    # Building ~30 pydantic model classes on import once made a server's
+    # first structural-tag compile ~250 ms slower; dicts and JSON text must
+    # not need them. Run in a fresh interpreter: this one imported them.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, formcast as fc\n"
+        "g = fc.Grammar.from_structural_tag({'type': 'structural_tag', 'format': "
+        "{'type': 'const_string', 'value': 'x'}})\n"
+        "g2 = fc.Grammar.from_structural_tag('{\"type\": \"const_string\", \"value\": \"x\"}')\n"
+        "assert 'formcast.structural_tag' not in sys.modules, 'models were imported'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
