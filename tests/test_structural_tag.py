@@ -360,3 +360,23 @@ def test_dict_tags_compile_without_building_the_pydantic_models():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
+
+
+def test_tools_with_equal_schemas_share_their_rules(compiler):
+    # Duplicated sub-grammars were determinized once per tool (100 tools of
+    # four shapes built 114k automaton states); equal schemas and equal
+    # sub-schemas now reuse one set of rules, and dispatch still tells the
+    # tools apart by name.
+    schema = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 40}}, "required": ["q"]}
+
+    def tag(n):
+        return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<call>"], "tags": [
+            {"type": "tag", "begin": f"<call>f{i}:", "content": {"type": "json_schema", "json_schema": schema},
+             "end": "</call>"} for i in range(n)]}}
+
+    one = fc.Grammar.from_structural_tag(tag(1))
+    many = fc.Grammar.from_structural_tag(tag(20))
+    assert len(many.rule_names) == len(one.rule_names)
+    for text, ok in [('hi <call>f7:{"q": "x"}</call>', True), ('<call>f19:{"q": "y"}</call> ok', True),
+                     ('<call>f20:{"q": "x"}</call>', False), ('<call>f3:{"r": "x"}</call>', False)]:
+        assert run(compiler, tag(20), text) == ok, text
