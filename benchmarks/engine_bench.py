@@ -145,15 +145,19 @@ def select_workloads(all_w, spec):
     return [w for w in all_w if any(w["name"] == s or w["name"].startswith(s + "_") for s in wanted)]
 
 
-def driver_main(args):
-    import workloads as wl
+def driver_main(args, all_workloads=None, prefix="engine_bench"):
+    """Runs every (workload, engine) pair; structural_bench.py passes its
+    own workloads and result-file prefix."""
+    if all_workloads is None:
+        import workloads as wl
 
+        all_workloads = wl.all_workloads()
     engines = [e.strip() for e in args.engines.split(",")]
     for e in engines:
         if e not in ENGINES:
             sys.exit(f"unknown engine {e}; choose from {ENGINES}")
     engines.sort(key=ENGINES.index)  # formcast first, always the same order
-    chosen = select_workloads(wl.all_workloads(), args.workloads)
+    chosen = select_workloads(all_workloads, args.workloads)
     if not chosen:
         sys.exit(f"no workload matches {args.workloads!r}")
     token_ids = tokenize_all(chosen, args.tokenizer)
@@ -187,7 +191,7 @@ def driver_main(args):
 
     os.makedirs(args.out_dir, exist_ok=True)
     stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    path = os.path.join(args.out_dir, f"engine_bench-{stamp}.json")
+    path = os.path.join(args.out_dir, f"{prefix}-{stamp}.json")
     doc = dict(
         created=stamp,
         tokenizer=args.tokenizer,
@@ -208,8 +212,8 @@ def driver_main(args):
     return 1 if any(r["engine"] == "formcast" and r["status"] == "incorrect" for r in results) else 0
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def arg_parser(doc=__doc__):
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--worker", metavar="ENGINE", help=argparse.SUPPRESS)
     p.add_argument("--workload", help=argparse.SUPPRESS)
     p.add_argument("--engines", default=",".join(ENGINES))
@@ -224,7 +228,11 @@ def main():
     p.add_argument("--warm-budget", type=float, default=20.0,
                    help="seconds of warm passes after which no further pass starts")
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
-    args = p.parse_args()
+    return p
+
+
+def main():
+    args = arg_parser().parse_args()
     if args.worker:
         worker_main(args.worker, args.workload)
         return 0

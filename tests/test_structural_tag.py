@@ -342,3 +342,41 @@ def test_tag_any_text_stops_exactly_at_the_end(compiler, inner, end):
     # Neither end has a border, so appending one cannot complete an end early.
     expected = "</t>" not in inner and "</k>" not in inner
     assert run(compiler, tag, "<t>" + inner + end) == expected, inner
+
+
+def test_dict_tags_compile_without_building_the_pydantic_models():
+    # Building ~30 pydantic model classes on import once made a server's
+    # first structural-tag compile ~250 ms slower; dicts and JSON text must
+    # not need them. Run in a fresh interpreter: this one imported them.
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, formcast as fc\n"
+        "g = fc.Grammar.from_structural_tag({'type': 'structural_tag', 'format': "
+        "{'type': 'const_string', 'value': 'x'}})\n"
+        "g2 = fc.Grammar.from_structural_tag('{\"type\": \"const_string\", \"value\": \"x\"}')\n"
+        "assert 'formcast.structural_tag' not in sys.modules, 'models were imported'\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+
+
+def test_tools_with_equal_schemas_share_their_rules(compiler):
+    # Duplicated sub-grammars were determinized once per tool (100 tools of
+    # four shapes built 114k automaton states); equal schemas and equal
+    # sub-schemas now reuse one set of rules, and dispatch still tells the
+    # tools apart by name.
+    schema = {"type": "object", "properties": {"q": {"type": "string", "maxLength": 40}}, "required": ["q"]}
+
+    def tag(n):
+        return {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<call>"], "tags": [
+            {"type": "tag", "begin": f"<call>f{i}:", "content": {"type": "json_schema", "json_schema": schema},
+             "end": "</call>"} for i in range(n)]}}
+
+    one = fc.Grammar.from_structural_tag(tag(1))
+    many = fc.Grammar.from_structural_tag(tag(20))
+    assert len(many.rule_names) == len(one.rule_names)
+    for text, ok in [('hi <call>f7:{"q": "x"}</call>', True), ('<call>f19:{"q": "y"}</call> ok', True),
+                     ('<call>f20:{"q": "x"}</call>', False), ('<call>f3:{"r": "x"}</call>', False)]:
+        assert run(compiler, tag(20), text) == ok, text

@@ -28,6 +28,8 @@ class Engine:
         kind = workload["kind"]
         if kind == "generic_json":
             g = fc.Grammar.builtin_json()
+        elif kind == "structural":
+            return self.compiler.compile_structural_tag(workload["tag_text"])
         elif kind == "schema":
             # JSON Schema's own defaults (extra properties allowed unless
             # the schema says otherwise), like llguidance's.

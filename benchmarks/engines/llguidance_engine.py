@@ -23,6 +23,8 @@ class Engine:
         self.vocab_size = self.tok.vocab_size
 
     def unsupported(self, workload):
+        if workload["kind"] == "structural" and not workload.get("lark"):
+            return "no faithful Lark equivalent of this structural tag"
         return None
 
     def compile(self, workload):

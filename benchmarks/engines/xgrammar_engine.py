@@ -35,6 +35,9 @@ class Engine:
         kind = workload["kind"]
         if kind == "generic_json":
             return self.compiler.compile_builtin_json_grammar()
+        if kind == "structural":
+            # The same structural-tag JSON formcast gets (xgrammar's format).
+            return self.compiler.compile_structural_tag(workload["tag_text"])
         if kind == "schema":
             # any_whitespace=True (its default); strict_mode=False so that
             # additionalProperties defaults to true as in JSON Schema (and in

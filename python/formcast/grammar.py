@@ -172,9 +172,7 @@ class Grammar:
         say where the tag is wrong (``format.elements[1].tags[0].end``), or
         :class:`~formcast.LimitError` for hostile sizes.
         """
-        from .structural_tag import structural_tag_json
-
-        text = structural_tag_json(tag)
+        text = _structural_tag_text(tag)
         native_tok = tokenizer._native if tokenizer is not None else None
         native, warnings = _engine.grammar_from_structural_tag(text, native_tok, time_budget_ms=time_budget_ms)
         # Token ids depend on the tokenizer that resolved them.
@@ -199,3 +197,21 @@ class Grammar:
 
     def __repr__(self) -> str:
         return repr(self._native)
+
+
+def _structural_tag_text(tag: Any) -> str:
+    """Canonical JSON text of a structural tag. Dicts and JSON text (what
+    servers pass) are handled here: importing the pydantic models builds
+    ~30 model classes, which made the first compile in a process take
+    ~250 ms longer than the compile itself. Models are only ever built by
+    users who already imported them."""
+    if isinstance(tag, (dict, str, bytes, bytearray)):
+        if isinstance(tag, (bytes, bytearray)):
+            tag = bytes(tag).decode("utf-8")
+        if isinstance(tag, str):
+            return tag.strip()
+        # Key order is kept: it is the order JSON-schema properties are generated in.
+        return json.dumps(tag, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    from .structural_tag import structural_tag_json
+
+    return structural_tag_json(tag)

@@ -306,15 +306,10 @@ for _m in list(globals().values()):
 def structural_tag_json(tag: Any) -> str:
     """Canonical JSON text of a structural tag given as a model, a dict or
     JSON text (the compiler's input and the cache key)."""
-    import json
-
     if isinstance(tag, BaseModel):
         tag = tag.model_dump(mode="json", by_alias=True)
-    if isinstance(tag, (bytes, bytearray)):
-        tag = bytes(tag).decode("utf-8")
-    if isinstance(tag, str):
-        return tag.strip()
-    if isinstance(tag, dict):
-        # Key order is kept: it is the order JSON-schema properties are generated in.
-        return json.dumps(tag, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    if isinstance(tag, (dict, str, bytes, bytearray)):
+        from .grammar import _structural_tag_text
+
+        return _structural_tag_text(tag)
     raise TypeError(f"a structural tag must be a dict, JSON text or a formcast.structural_tag model, not {type(tag).__name__}")

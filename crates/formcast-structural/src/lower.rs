@@ -48,21 +48,37 @@ pub struct Lowerer<'a> {
     /// parser items for nullable contents), so the product is what is bounded.
     weight: u64,
     pub warnings: Vec<String>,
+    /// Bodies of embedded rules already in `rules` (references resolved):
+    /// tools share schemas and sub-schemas (strings, bounded lengths,
+    /// numbers), and each duplicate rule would otherwise be determinized and
+    /// laid out again — 100 tools with four schema shapes made 114k states.
+    embedded: std::collections::HashMap<Expr, RuleId>,
 }
 
 fn err(kind: ErrorKind, path: &str, ty: &str, field: &str, msg: impl Into<String>) -> StructuralError {
     StructuralError::new(kind, path, ty, field, msg)
 }
 
-/// Renumbers rule references by `offset` (sub-grammar trees are bounded in
-/// depth by their front-ends' validation).
-fn shift(e: &mut Expr, offset: RuleId) {
+/// Rewrites rule references through `map`.
+fn remap(e: &mut Expr, map: &[RuleId]) {
     match e {
-        Expr::Rule(r) => *r += offset,
-        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|x| shift(x, offset)),
-        Expr::Repeat { expr, .. } => shift(expr, offset),
-        Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| shift(x, offset)),
-        Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| shift(x, offset)),
+        Expr::Rule(r) => *r = map[*r as usize],
+        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|x| remap(x, map)),
+        Expr::Repeat { expr, .. } => remap(expr, map),
+        Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
+        Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
+        _ => {}
+    }
+}
+
+/// Rule references in `e`.
+fn refs(e: &Expr, out: &mut Vec<RuleId>) {
+    match e {
+        Expr::Rule(r) => out.push(*r),
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|x| refs(x, out)),
+        Expr::Repeat { expr, .. } => refs(expr, out),
+        Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
+        Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
         _ => {}
     }
 }
@@ -79,7 +95,7 @@ fn bytes_of(v: &[String]) -> Vec<Vec<u8>> {
 
 impl<'a> Lowerer<'a> {
     pub fn new(resolve: Option<Resolver<'a>>, opts: LowerOptions) -> Self {
-        Lowerer { rules: Vec::new(), resolve, opts, weight: 1, warnings: Vec::new() }
+        Lowerer { rules: Vec::new(), resolve, opts, weight: 1, warnings: Vec::new(), embedded: Default::default() }
     }
 
     /// Lowers the whole tree into a grammar whose root rule is `root`.
@@ -116,12 +132,59 @@ impl<'a> Lowerer<'a> {
         if self.rules.len() + g.rules.len() > self.opts.max_rules {
             return Err(err(ErrorKind::Limit, path, "structural_tag", "", format!("the grammar needs more than {} rules", self.opts.max_rules)));
         }
-        let offset = self.rules.len() as RuleId;
-        for mut r in g.rules {
-            shift(&mut r.body, offset);
-            self.rules.push(Rule { name: format!("{path}/{}", r.name), body: r.body });
+        // Rules are resolved leaves first: a rule whose references all
+        // resolved is looked up by body and reuses an identical earlier rule.
+        // Rules on reference cycles (recursive schemas) that never resolve
+        // this way are appended as they are.
+        let n = g.rules.len();
+        const UNRESOLVED: RuleId = RuleId::MAX;
+        let mut map = vec![UNRESOLVED; n];
+        let deps: Vec<Vec<RuleId>> = g
+            .rules
+            .iter()
+            .map(|r| {
+                let mut v = Vec::new();
+                refs(&r.body, &mut v);
+                v
+            })
+            .collect();
+        let mut bodies: Vec<Option<Rule>> = g.rules.into_iter().map(Some).collect();
+        loop {
+            let mut progress = false;
+            for i in 0..n {
+                if map[i] != UNRESOLVED || deps[i].iter().any(|&d| map[d as usize] == UNRESOLVED) {
+                    continue;
+                }
+                let r = bodies[i].take().expect("resolved once");
+                let mut body = r.body;
+                remap(&mut body, &map);
+                map[i] = match self.embedded.get(&body) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.rules.len() as RuleId;
+                        self.embedded.insert(body.clone(), id);
+                        self.rules.push(Rule { name: format!("{path}/{}", r.name), body });
+                        id
+                    }
+                };
+                progress = true;
+            }
+            if !progress {
+                break;
+            }
         }
-        Ok(Expr::Rule(offset + g.root))
+        // The rest (cycles): fresh ids first, then bodies through the map.
+        let rest: Vec<usize> = (0..n).filter(|&i| map[i] == UNRESOLVED).collect();
+        for (k, &i) in rest.iter().enumerate() {
+            map[i] = (self.rules.len() + k) as RuleId;
+        }
+        for &i in &rest {
+            let r = bodies[i].take().expect("unresolved rule");
+            let mut body = r.body;
+            remap(&mut body, &map);
+            self.rules.push(Rule { name: format!("{path}/{}", r.name), body });
+        }
+        Ok(Expr::Rule(map[g.root as usize]))
     }
 
     /// The repetition weight inside a count `bound` at `path.field`.
