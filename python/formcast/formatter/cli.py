@@ -32,7 +32,9 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, default=0.0)
     g.add_argument("--top-p", type=float, default=0.9)
     g.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    g.add_argument("--workers", type=int, default=1, help="parallel requests")
+    g.add_argument("--workers", type=int, default=1, help="parallel requests (local: sequences decoded together)")
+    g.add_argument("--threads", type=int, default=1, help="local backend: CPU threads of the model")
+    g.add_argument("--n-ctx", type=int, default=4096, help="local backend: context window of one sequence")
     g.add_argument(
         "--response-format",
         choices=["json_schema", "json_object"],
@@ -51,6 +53,8 @@ def _formatter(args: argparse.Namespace) -> Any:
     backend = args.backend or ("openai" if args.base_url else "local")
     if backend == "openai":
         options = {"api_key": args.api_key, "timeout": args.timeout, "schema_format": args.response_format}
+    elif backend == "local":
+        options = {"threads": args.threads, "n_ctx": args.n_ctx, "num_slots": max(1, args.workers)}
     return Formatter(
         args.model,
         base_url=args.base_url,

@@ -40,7 +40,9 @@ class LocalBackend:
         num_slots: sequences decoded together; also the number of concurrent
             :meth:`generate` calls that share each forward pass (the
             formatter's ``max_workers`` up to this many are useful).
-        threads: CPU threads of the model (default: all cores, at most 8).
+        threads: CPU threads of the model (default 1: on a shared machine
+            llama.cpp's spinning worker threads slow down sharply when cores
+            are oversubscribed; raise it on an idle multi-core machine).
         system_prompt: an optional system message before the prompt.
         chat_template: a built-in template name (``chatml``, ``llama3``, ...)
             or Jinja text, instead of the model's own.
@@ -60,7 +62,7 @@ class LocalBackend:
         *,
         n_ctx: int = 4096,
         num_slots: int = 4,
-        threads: Optional[int] = None,
+        threads: int = 1,
         system_prompt: Optional[str] = None,
         chat_template: Optional[str] = None,
         compile_timeout_s: float = 30.0,
@@ -73,8 +75,6 @@ class LocalBackend:
 
         if model is not None and runtime is None and not Path(model).exists():
             raise BackendError(f"model file not found: {model} (pass a GGUF path, or model=None for the embedded model)")
-        if threads is None:
-            threads = max(1, min(8, os.cpu_count() or 1))
         self._owns_runtime = runtime is None
         if runtime is None:
             try:
