@@ -108,10 +108,13 @@ def test_server_errors_are_backend_errors():
         fmt.format("x", SCHEMA)
 
 
-def test_local_backend_is_reported_as_pending_not_faked():
-    if "local" in available_backends():
-        pytest.skip("formcast.runtime is installed")
-    with pytest.raises(BackendUnavailableError, match="formcast.runtime"):
+def test_local_backend_without_llama_cpp_is_unavailable_not_faked(monkeypatch):
+    from formcast.formatter import backends
+
+    monkeypatch.delitem(backends._REGISTRY, "local", raising=False)
+    monkeypatch.setitem(backends._REQUIRES, "local", "formcast_no_such_module")
+    assert "local" not in available_backends()
+    with pytest.raises(BackendUnavailableError, match="formcast_no_such_module"):
         Formatter("model.gguf").format("x", SCHEMA)
 
 

@@ -9,11 +9,12 @@ the output must match when decoding is constrained) into one
   ``openai`` client; constrained requests send
   ``response_format={"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``,
   which the server enforces.
-* ``"local"`` — the embedded model or any GGUF, decoded in-process with
-  formcast token masks.  It is provided by ``formcast.runtime`` (built
-  separately); that package registers its factory with
-  :func:`register_backend` on import.  Until it is installed, asking for it
-  raises :class:`BackendUnavailableError` — there is no fallback.
+* ``"local"`` — :class:`formcast.formatter.local.LocalBackend`: the embedded
+  SmolLM2-135M-Instruct or any GGUF, decoded in-process by
+  ``formcast.runtime`` with formcast token masks.  Its module registers it
+  with :func:`register_backend` when imported (on first use); without
+  llama-cpp-python, asking for it raises :class:`BackendUnavailableError` —
+  there is no fallback.
 """
 
 from __future__ import annotations
@@ -219,15 +220,16 @@ class OpenAIBackend:
 
 BackendFactory = Callable[..., Backend]
 _REGISTRY: dict[str, BackendFactory] = {"openai": OpenAIBackend}
-# Modules that register backends when imported.
-_PROVIDERS: dict[str, str] = {"local": "formcast.runtime"}
+# Modules that register backends when imported, and the module each needs.
+_PROVIDERS: dict[str, str] = {"local": "formcast.formatter.local"}
+_REQUIRES: dict[str, str] = {"local": "llama_cpp"}
 
 
 def register_backend(name: str, factory: BackendFactory) -> None:
     """Make a backend available to ``Formatter(backend=name)`` and the CLI.
 
     ``factory(model=..., **options)`` must return a :class:`Backend`.
-    ``formcast.runtime`` registers ``"local"`` this way.
+    ``formcast.formatter.local`` registers ``"local"`` this way.
     """
     _REGISTRY[name] = factory
 
@@ -236,7 +238,8 @@ def available_backends() -> list[str]:
     """Names of the backends that can be created now."""
     names = set(_REGISTRY)
     for name, module in _PROVIDERS.items():
-        if name not in names and importlib.util.find_spec(module) is not None:
+        needs = _REQUIRES.get(name, module)
+        if name not in names and importlib.util.find_spec(needs) is not None:
             names.add(name)
     return sorted(names)
 
@@ -246,20 +249,22 @@ def create_backend(name: str, **options: Any) -> Backend:
 
     Raises:
         BackendUnavailableError: no such backend in this build (``"local"``
-            needs ``formcast.runtime``).
+            needs llama-cpp-python).
     """
+    missing: str | None = None
     if name not in _REGISTRY and name in _PROVIDERS:
-        try:
+        needs = _REQUIRES.get(name)
+        if needs is not None and importlib.util.find_spec(needs) is None:
+            missing = needs
+        else:
             importlib.import_module(_PROVIDERS[name])
-        except ImportError:
-            pass
     if name not in _REGISTRY:
         if name == "local":
             raise BackendUnavailableError(
-                "the local backend (embedded model or a GGUF file, decoded in-process with formcast "
-                "token masks) is provided by formcast.runtime, which this build does not include yet; "
-                "serve the model behind an OpenAI-compatible endpoint and pass base_url= "
-                "(CLI: --base-url) instead"
+                f"the local backend (embedded model or a GGUF file, decoded in-process with formcast "
+                f"token masks) needs the module {missing or 'llama_cpp'} (pip install llama-cpp-python); "
+                "or serve the model behind an OpenAI-compatible endpoint and pass base_url= "
+                "(CLI: --base-url)"
             )
         raise BackendUnavailableError(f"unknown backend {name!r}; available: {', '.join(available_backends())}")
     return _REGISTRY[name](**options)

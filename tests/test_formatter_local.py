@@ -1,0 +1,137 @@
+"""The "local" formatter backend with the real embedded SmolLM2-135M-Instruct.
+
+Generation is greedy and short (max_tokens <= 96) to keep the tests fast.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+pytest.importorskip("llama_cpp", reason="the local backend needs llama-cpp-python")
+
+from formcast.formatter import (  # noqa: E402
+    BackendError,
+    FormatError,
+    Formatter,
+    GenerationRequest,
+    available_backends,
+    create_backend,
+    load_jsonl,
+)
+from formcast.tokenizer_sources import default_model_path  # noqa: E402
+
+try:
+    MODEL = default_model_path()
+except FileNotFoundError as exc:  # pragma: no cover - set-up installs it
+    pytest.skip(f"the embedded model is not installed: {exc}", allow_module_level=True)
+
+from formcast.formatter.local import LocalBackend  # noqa: E402
+
+SLOT = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "slot"
+E2E = SLOT / "e2e-dev.jsonl"
+SCHEMA = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "eatType": {"type": "string"}, "area": {"type": "string"}},
+    "required": ["name", "eatType", "area"],
+    "additionalProperties": False,
+}
+TEXT = "A coffee shop in the city centre area called Blue Spice."
+
+
+@pytest.fixture(scope="module")
+def backend():
+    b = LocalBackend(n_ctx=1024, num_slots=2)
+    yield b
+    b.close()
+
+
+def test_local_is_a_registered_backend():
+    assert "local" in available_backends()
+    from formcast.formatter.backends import _REGISTRY
+
+    create_backend.__call__  # the registry is filled on first use
+    Formatter(max_tokens=8)  # lazy: nothing is loaded yet
+    import formcast.formatter.local  # noqa: F401
+
+    assert _REGISTRY["local"] is LocalBackend
+
+
+def test_constrained_output_matches_the_schema(backend):
+    fmt = Formatter(backend=backend, max_tokens=96)
+    value = fmt.format(TEXT, SCHEMA)
+    assert set(value) == {"name", "eatType", "area"}
+    jsonschema.validate(value, SCHEMA)
+    c = fmt.generate(TEXT, SCHEMA)
+    assert c.finish_reason == "stop"
+    assert json.loads(c.text) == value  # greedy: the same answer twice
+    assert c.usage["completion_tokens"] > 0 and c.usage["prompt_tokens"] > 20
+
+
+def test_constrained_nested_schema_of_a_webnlg_example(backend):
+    ex = load_jsonl(SLOT / "webnlg-dev.jsonl")[0]
+    fmt = Formatter(backend=backend, max_tokens=96)
+    c = fmt.generate(ex.input_text, ex.json_schema)
+    if c.finish_reason == "stop":  # complete: valid against the full schema
+        jsonschema.validate(json.loads(c.text), ex.json_schema)
+    else:  # cut off by max_tokens: a prefix of a valid document, never anything else
+        assert c.finish_reason == "length" and c.text.lstrip().startswith("{")
+
+
+def test_prompting_only_is_not_masked(backend):
+    fmt = Formatter(backend=backend, constrained=False, max_tokens=12)
+    assert fmt.request(TEXT, SCHEMA).schema is None
+    a = fmt.generate(TEXT, SCHEMA)
+    b = fmt.generate(TEXT, SCHEMA)
+    assert a.text == b.text and a.text  # greedy decoding is deterministic
+    assert a.finish_reason in ("stop", "length") and a.usage["completion_tokens"] <= 12
+    # The same prompt constrained to a schema the model would never write
+    # unprompted: the mask forces it.
+    odd = {"type": "object", "properties": {"zzz": {"type": "integer"}}, "required": ["zzz"], "additionalProperties": False}
+    forced = Formatter(backend=backend, max_tokens=24).generate(TEXT, odd)
+    assert forced.text != a.text
+    assert list(json.loads(forced.text)) == ["zzz"] and isinstance(json.loads(forced.text)["zzz"], int)
+
+
+def test_max_tokens_cut_is_reported(backend):
+    fmt = Formatter(backend=backend, max_tokens=3)
+    c = fmt.generate(TEXT, SCHEMA)
+    assert c.finish_reason == "length" and c.usage["completion_tokens"] == 3
+    with pytest.raises(FormatError, match="max_tokens=3"):
+        fmt.format(TEXT, SCHEMA)
+
+
+def test_batches_decoded_together_equal_one_by_one(backend):
+    examples = load_jsonl(E2E)[:4]
+    texts = [ex.input_text for ex in examples]
+    schemas = [ex.json_schema for ex in examples]
+    together = Formatter(backend=backend, max_tokens=64, max_workers=2)
+    alone = Formatter(backend=backend, max_tokens=64, max_workers=1)
+    a = [c.text for c in together.generate_batch(texts, schemas, progress=False)]
+    b = [c.text for c in alone.generate_batch(texts, schemas, progress=False)]
+    assert a == b
+    for text, schema in zip(a, schemas):
+        if text.rstrip().endswith("}"):
+            jsonschema.validate(json.loads(text), schema)
+
+
+def test_bad_schema_and_missing_model_are_backend_errors(backend):
+    with pytest.raises(BackendError, match="grammar"):
+        backend.generate(GenerationRequest("x", schema={"type": "object", "properties": {"a": {"type": "no-such-type"}}}))
+    with pytest.raises(BackendError, match="not found"):
+        Formatter("/nonexistent/model.gguf").format(TEXT, SCHEMA)
+
+
+def test_a_gguf_path_loads_that_model():
+    fmt = Formatter(str(MODEL), n_ctx=512, num_slots=1, max_tokens=64)
+    try:
+        assert fmt.backend.name == "local"
+        assert fmt.backend.runtime.model_path == MODEL
+        jsonschema.validate(fmt.format(TEXT, SCHEMA), SCHEMA)
+    finally:
+        fmt.backend.close()
+    with pytest.raises(BackendError, match="closed"):
+        fmt.backend.generate(GenerationRequest(TEXT))
