@@ -308,21 +308,30 @@ fn text_runs(a: &Automaton, s0: StateId) -> Option<FxHashMap<StateId, u32>> {
     // Reverse edges (target, source, weight), grouped by target below.
     let mut rev: Vec<(u32, u32, u8)> = Vec::new();
     let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
-    for (ui, &u) in states.iter().enumerate() {
-        for r in 0..TEXT_STATES {
-            let p = (ui * TEXT_STATES as usize + r as usize) as u32;
-            let w = u8::from(r == 0);
-            for &b in &reps {
-                let r2 = text_next(r, b);
-                if r2 == TEXT_DEAD {
-                    continue;
-                }
-                let u2 = a.next(u, b);
-                if !interior(u2) {
-                    dist[p as usize] = dist[p as usize].min(w as u32);
-                } else {
-                    let q = index[&u2] * TEXT_STATES as u32 + r2 as u32;
-                    rev.push((q, p, w));
+    // Only the pairs reachable from a character boundary matter.
+    let mut reached = vec![false; n];
+    let mut work: Vec<u32> = (0..states.len() as u32).map(|ui| ui * TEXT_STATES as u32).collect();
+    for &p in &work {
+        reached[p as usize] = true;
+    }
+    while let Some(p) = work.pop() {
+        let (ui, r) = (p as usize / TEXT_STATES as usize, (p % TEXT_STATES as u32) as u8);
+        let u = states[ui];
+        let w = u8::from(r == 0);
+        for &b in &reps {
+            let r2 = text_next(r, b);
+            if r2 == TEXT_DEAD {
+                continue;
+            }
+            let u2 = a.next(u, b);
+            if !interior(u2) {
+                dist[p as usize] = dist[p as usize].min(w as u32);
+            } else {
+                let q = index[&u2] * TEXT_STATES as u32 + r2 as u32;
+                rev.push((q, p, w));
+                if !reached[q as usize] {
+                    reached[q as usize] = true;
+                    work.push(q);
                 }
             }
         }
@@ -368,7 +377,8 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     let mut frontier = Vec::new();
     let mut skips: FxHashMap<StateId, Skip> = FxHashMap::default();
     // The last state's skip: consecutive nodes mostly share their state.
-    let mut last: Option<(StateId, Skip)> = None;
+    let mut last: Option<(StateId, Skip, bool)> = None;
+    let interior = |u: StateId| u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0;
     // Built on first need (`Some(None)`: too large).
     let mut texts: Option<Option<FxHashMap<StateId, u32>>> = None;
     // (subtree end, state) per depth.
@@ -400,19 +410,23 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         // a string, a length-bounded string with room left), or is JSON
         // string text that the state takes for as many characters as the
         // subtree holds: the whole subtree is accepted without visiting it.
-        let sk = match last {
-            Some((u, sk)) if u == t => sk,
+        let (sk, takes_text) = match last {
+            Some((u, sk, x)) if u == t => (sk, x),
             _ => {
                 let sk = skip_of(a, t, &mut skips);
-                last = Some((t, sk));
-                sk
+                // Whether `t` takes every first character of text: unless
+                // it does, no subtree of text can be skipped from it.
+                let x = (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || interior(a.next(t, b)));
+                last = Some((t, sk, x));
+                (sk, x)
             }
         };
         let below = v.below[i];
         let chained = sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0);
         let chars = v.text_chars[i];
         if chained
-            || (chars != u16::MAX
+            || (takes_text
+                && chars != u16::MAX
                 && texts.get_or_insert_with(|| text_runs(a, s)).as_ref().is_some_and(|m| m.get(&t).is_some_and(|&n| chars as u32 <= n)))
         {
             accept.extend_from_slice(v.subtree_tokens(i));
