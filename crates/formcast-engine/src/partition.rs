@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::{flags, Automaton, StateId, DEAD};
 use crate::mask::StoredMask;
 use crate::parser::mix;
-use crate::vocab_index::{text_next, VocabIndex, TEXT_DEAD, TEXT_STATES};
+use crate::vocab_index::VocabIndex;
 
 /// The vocabulary as seen from one DFA state, ignoring the parser stack.
 ///
@@ -248,139 +248,12 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
     memo[&t]
 }
 
-/// Local automata with more interior states than this get no text skip.
-const MAX_TEXT_STATES: usize = 4096;
-
-/// For the interior states `u` of the local automaton of `s0`: how many
-/// characters of unescaped JSON string text (see [`text_next`]) `u` takes
-/// for sure — every such text of at most that many characters (the last
-/// possibly incomplete) leads from `u` through states that neither die,
-/// finish nor call (`u32::MAX`: no bound, a string body's loop). `None`
-/// when the local automaton is too large.
-///
-/// One backward 0-1 BFS over the (decoder state, automaton state) pairs
-/// from the failing transitions, a byte weighing 1 when it starts a
-/// character; bytes are grouped by how both automata treat them.
-fn text_runs(a: &Automaton, s0: StateId) -> Option<FxHashMap<StateId, u32>> {
-    let interior = |u: StateId| u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0;
-    // Bytes that both automata treat alike, one representative each.
-    let mut reps: Vec<u8> = Vec::new();
-    let mut seen: FxHashMap<([u8; TEXT_STATES as usize], u8), ()> = FxHashMap::default();
-    for b in 0..=255u8 {
-        let mut sig = [0u8; TEXT_STATES as usize];
-        for (r, x) in sig.iter_mut().enumerate() {
-            *x = text_next(r as u8, b);
-        }
-        if sig.iter().all(|&x| x == TEXT_DEAD) {
-            continue;
-        }
-        if seen.insert((sig, a.class_of[b as usize]), ()).is_none() {
-            reps.push(b);
-        }
-    }
-    // The interior states of the local automaton (all bytes: a text
-    // state's successors may be reached on other bytes first).
-    let mut index: FxHashMap<StateId, u32> = FxHashMap::default();
-    let mut states: Vec<StateId> = Vec::new();
-    let mut k = 0;
-    let push = |u: StateId, states: &mut Vec<StateId>, index: &mut FxHashMap<StateId, u32>| {
-        if interior(u) && !index.contains_key(&u) {
-            index.insert(u, states.len() as u32);
-            states.push(u);
-        }
-    };
-    for b in 0..=255u8 {
-        push(a.next(s0, b), &mut states, &mut index);
-    }
-    while k < states.len() {
-        if states.len() > MAX_TEXT_STATES {
-            return None;
-        }
-        let u = states[k];
-        k += 1;
-        for b in 0..=255u8 {
-            push(a.next(u, b), &mut states, &mut index);
-        }
-    }
-    let n = states.len() * TEXT_STATES as usize;
-    const INF: u32 = u32::MAX;
-    let mut dist = vec![INF; n];
-    // Reverse edges (target, source, weight), grouped by target below.
-    let mut rev: Vec<(u32, u32, u8)> = Vec::new();
-    let mut queue: std::collections::VecDeque<u32> = std::collections::VecDeque::new();
-    // Only the pairs reachable from a character boundary matter.
-    let mut reached = vec![false; n];
-    let mut work: Vec<u32> = (0..states.len() as u32).map(|ui| ui * TEXT_STATES as u32).collect();
-    for &p in &work {
-        reached[p as usize] = true;
-    }
-    while let Some(p) = work.pop() {
-        let (ui, r) = (p as usize / TEXT_STATES as usize, (p % TEXT_STATES as u32) as u8);
-        let u = states[ui];
-        let w = u8::from(r == 0);
-        for &b in &reps {
-            let r2 = text_next(r, b);
-            if r2 == TEXT_DEAD {
-                continue;
-            }
-            let u2 = a.next(u, b);
-            if !interior(u2) {
-                dist[p as usize] = dist[p as usize].min(w as u32);
-            } else {
-                let q = index[&u2] * TEXT_STATES as u32 + r2 as u32;
-                rev.push((q, p, w));
-                if !reached[q as usize] {
-                    reached[q as usize] = true;
-                    work.push(q);
-                }
-            }
-        }
-    }
-    rev.sort_unstable();
-    let mut start = vec![0u32; n + 1];
-    for &(q, _, _) in &rev {
-        start[q as usize + 1] += 1;
-    }
-    for i in 0..n {
-        start[i + 1] += start[i];
-    }
-    for (p, &d) in dist.iter().enumerate() {
-        if d == 0 {
-            queue.push_front(p as u32);
-        } else if d == 1 {
-            queue.push_back(p as u32);
-        }
-    }
-    // Pops come in non-decreasing distance; a stale entry is skipped by
-    // the relaxation test failing.
-    while let Some(q) = queue.pop_front() {
-        let dq = dist[q as usize];
-        for &(_, p, w) in &rev[start[q as usize] as usize..start[q as usize + 1] as usize] {
-            let nd = dq + w as u32;
-            if nd < dist[p as usize] {
-                dist[p as usize] = nd;
-                if w == 0 {
-                    queue.push_front(p);
-                } else {
-                    queue.push_back(p);
-                }
-            }
-        }
-    }
-    Some(states.iter().enumerate().map(|(ui, &u)| (u, dist[ui * TEXT_STATES as usize].saturating_sub(1))).collect())
-}
-
 /// The trie walk itself; `exit_id` names a frontier state in the output.
 fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32) -> (StoredMask, Vec<(u32, u32)>) {
     let nodes = &v.nodes;
     let mut accept: Vec<u32> = Vec::new();
     let mut frontier = Vec::new();
     let mut skips: FxHashMap<StateId, Skip> = FxHashMap::default();
-    // The last state's skip: consecutive nodes mostly share their state.
-    let mut last: Option<(StateId, Skip, bool)> = None;
-    let interior = |u: StateId| u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0;
-    // Built on first need (`Some(None)`: too large).
-    let mut texts: Option<Option<FxHashMap<StateId, u32>>> = None;
     // (subtree end, state) per depth.
     let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
     let mut i = 1usize;
@@ -401,40 +274,20 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
             i = node.end as usize;
             continue;
         }
-        if node.end as usize == i + 1 {
-            accept.extend_from_slice(v.tokens_at(i));
-            i += 1;
-            continue;
-        }
         // Every path below stays on a run of interior states (a loop inside
-        // a string, a length-bounded string with room left), or is JSON
-        // string text that the state takes for as many characters as the
-        // subtree holds: the whole subtree is accepted without visiting it.
-        let (sk, takes_text) = match last {
-            Some((u, sk, x)) if u == t => (sk, x),
-            _ => {
-                let sk = skip_of(a, t, &mut skips);
-                // Whether `t` takes every first character of text: unless
-                // it does, no subtree of text can be skipped from it.
-                let x = (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || interior(a.next(t, b)));
-                last = Some((t, sk, x));
-                (sk, x)
-            }
-        };
+        // a string, a length-bounded string with room left): the whole
+        // subtree is accepted without visiting it.
+        let sk = skip_of(a, t, &mut skips);
         let below = v.below[i];
-        let chained = sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0);
-        let chars = v.text_chars[i];
-        if chained
-            || (takes_text
-                && chars != u16::MAX
-                && texts.get_or_insert_with(|| text_runs(a, s)).as_ref().is_some_and(|m| m.get(&t).is_some_and(|&n| chars as u32 <= n)))
-        {
+        if sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0) {
             accept.extend_from_slice(v.subtree_tokens(i));
             i = node.end as usize;
             continue;
         }
         accept.extend_from_slice(v.tokens_at(i));
-        stack.push((node.end, t));
+        if node.end as usize > i + 1 {
+            stack.push((node.end, t));
+        }
         i += 1;
     }
     (StoredMask::from_ids(accept, v.logits_size), frontier)
