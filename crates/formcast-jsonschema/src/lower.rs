@@ -128,7 +128,8 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         Ok(alt(alts))
     }
 
-    fn scalar_expr(&mut self, s: &Shape, ptr: &str) -> Result<Expr> {
+    /// null, booleans, numbers and strings of a shape, as alternatives.
+    pub(crate) fn scalar_expr(&mut self, s: &Shape, ptr: &str) -> Result<Expr> {
         let mut alts = Vec::new();
         if s.null {
             alts.push(lit("null"));

@@ -187,18 +187,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     /// The JSON grammar of a part of `node`'s shape.
     fn shape_value(&mut self, s: &Shape, node: NodeId, depth: usize) -> Result<Expr> {
         let ptr = self.pointer(node);
-        let mut alts = Vec::new();
-        if s.null {
-            alts.push(lit("null"));
-        }
-        if s.bools[1] {
-            alts.push(lit("true"));
-        }
-        if s.bools[0] {
-            alts.push(lit("false"));
-        }
-        alts.push(self.number_expr(&s.num, &ptr)?);
-        alts.push(self.string_expr(&s.str, &ptr)?);
+        let mut alts = vec![self.scalar_expr(s, &ptr)?];
         for a in s.arr.clone() {
             alts.push(self.array_expr(&a, depth + 1)?);
         }
