@@ -187,7 +187,7 @@ def test_json_schema_response_format(client, strict):
         "additionalProperties": False,
     }
     r = client.chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": "Plan a meeting."}], max_tokens=80,
+        model=MODEL, messages=[{"role": "user", "content": "Plan a meeting."}], max_tokens=80, temperature=0,
         response_format={"type": "json_schema", "json_schema": {"name": "meeting", "schema": schema, "strict": strict}},
     )
     assert r.choices[0].finish_reason == "stop"
@@ -439,7 +439,7 @@ def _check_calls(calls) -> None:
 @needs_tools
 @pytest.mark.parametrize("parallel", [True, False])
 def test_tool_choice_required(client, parallel):
-    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
                                        tool_choice="required", parallel_tool_calls=parallel)
     c = r.choices[0]
     assert c.finish_reason == "tool_calls" and c.message.tool_calls
@@ -450,7 +450,7 @@ def test_tool_choice_required(client, parallel):
 
 @needs_tools
 def test_tool_choice_named_is_stop(client):
-    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
                                        tool_choice={"type": "function", "function": {"name": "search"}})
     c = r.choices[0]
     assert c.finish_reason == "stop"
@@ -460,7 +460,7 @@ def test_tool_choice_named_is_stop(client):
 
 @needs_tools
 def test_tool_choice_allowed_tools(client):
-    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
+    r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
                                        tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
                                            {"type": "function", "function": {"name": "search"}}]}})
     c = r.choices[0]
@@ -502,7 +502,7 @@ def test_stream_helper_with_strict_tool(client):
 
     tool = openai.pydantic_function_tool(GetWeather)
     with client.chat.completions.stream(model=MODEL, messages=WEATHER_Q, max_tokens=60, tools=[tool],
-                                        tool_choice="required") as stream:
+                                        tool_choice="required", temperature=0) as stream:
         done = [e for e in stream if e.type == "tool_calls.function.arguments.done"]
         final = stream.get_final_completion()
     assert len(done) >= 1 and done[0].name == "GetWeather" and isinstance(done[0].parsed_arguments, GetWeather)
@@ -513,7 +513,7 @@ def test_stream_helper_with_strict_tool(client):
 @needs_tools
 def test_stream_tool_call_deltas_wire_format(http):
     body = {"model": MODEL, "messages": WEATHER_Q, "max_tokens": 80, "tools": [WEATHER, SEARCH], "tool_choice": "required",
-            "stream": True}
+            "stream": True, "temperature": 0}
     deltas = []
     finish = []
     with http.stream("POST", "/v1/chat/completions", json=body) as r:
