@@ -26,7 +26,7 @@ fn main() {
     });
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.to_string_lossy().contains("/W")).collect();
     files.sort();
-    let opts = SchemaOptions { whitespace: std::env::var("WS").map(|w| if w == "compact" { formcast_jsonschema::Whitespace::Compact } else { formcast_jsonschema::Whitespace::Any { max_per_gap: w.parse().unwrap() } }).unwrap_or_default(), ..Default::default() };
+    let opts = SchemaOptions { whitespace: std::env::var("WS").map(|w| if w == "compact" { formcast_jsonschema::Whitespace::Compact } else { formcast_jsonschema::Whitespace::Any { max_per_gap: w.parse().unwrap() } }).unwrap_or_default(), strict: std::env::var("STRICT").map(|v| v != "0").unwrap_or(true), ..Default::default() };
     for f in files {
         let doc = parse(&std::fs::read_to_string(&f).unwrap()).unwrap();
         let Some(schema) = doc.get("schema").filter(|s| !matches!(s, formcast_jsonschema::Json::Null)) else { continue };

@@ -171,8 +171,10 @@ impl Re {
         }
         // ε | x+  =  x*
         if out.len() == 2 && out.contains(&Re::Empty) {
-            let other = out.iter().find(|x| **x != Re::Empty).unwrap().clone();
-            return Re::opt(other);
+            // Moved, not cloned: along a chain of such nodes a clone would
+            // copy the whole subtree at every level.
+            let i = out.iter().position(|x| *x != Re::Empty).unwrap();
+            return Re::opt(out.swap_remove(i));
         }
         match out.len() {
             0 => Re::Nothing,

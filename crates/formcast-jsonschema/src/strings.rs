@@ -411,9 +411,8 @@ pub fn set_re(s: &BTreeSet<String>) -> Re {
 /// branch after the set of trie prefixes: `E Σ* | Prefixes OTHER Σ* | P`.
 pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
     const SIMPLE: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
-    let other = || crate::re::complement_ranges(&SIMPLE);
     // Returns (exits, prefixes that may leave with any OTHER char, stops).
-    fn go(words: &[Vec<char>], depth: usize) -> (Re, Re, Re) {
+    fn go(words: &[Vec<char>], depth: usize, other: &[(u32, u32)]) -> (Re, Re, Re) {
         let terminal = words.iter().any(|w| w.len() == depth);
         let mut firsts: Vec<char> = words.iter().filter(|w| w.len() > depth).map(|w| w[depth]).collect();
         firsts.dedup();
@@ -424,12 +423,12 @@ pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
         if simple_children {
             shared.push(Re::Empty);
         } else {
-            exits.push(Re::chars(crate::re::subtract_ranges(&crate::re::complement_ranges(&SIMPLE), &used)));
+            exits.push(Re::chars(crate::re::subtract_ranges(other, &used)));
         }
         let mut stops = if terminal { vec![] } else { vec![Re::Empty] };
         for c in firsts {
             let sub: Vec<Vec<char>> = words.iter().filter(|w| w.len() > depth && w[depth] == c).cloned().collect();
-            let (e, sh, p) = go(&sub, depth + 1);
+            let (e, sh, p) = go(&sub, depth + 1, other);
             exits.push(Re::seq(vec![Re::char(c), e]));
             shared.push(Re::seq(vec![Re::char(c), sh]));
             stops.push(Re::seq(vec![Re::char(c), p]));
@@ -437,8 +436,9 @@ pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
         (Re::alt(exits), Re::alt(shared), Re::alt(stops))
     }
     let words: Vec<Vec<char>> = excluded.iter().map(|w| w.chars().collect()).collect();
-    let (e, shared, p) = go(&words, 0);
-    Re::alt(vec![Re::seq(vec![e, Re::any()]), Re::seq(vec![shared, Re::chars(other()), Re::any()]), p])
+    let other = crate::re::complement_ranges(&SIMPLE);
+    let (e, shared, p) = go(&words, 0, &other);
+    Re::alt(vec![Re::seq(vec![e, Re::any()]), Re::seq(vec![shared, Re::chars(other), Re::any()]), p])
 }
 
 fn lower_term(term: Vec<Lang>) -> Result<Option<Piece>, String> {
