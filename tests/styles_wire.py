@@ -82,17 +82,31 @@ def xml_params(style: str, args: dict) -> str:
     return out
 
 
-def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict]]) -> str:
-    """A whole output (reasoning enabled, tool_choice auto, parallel calls)."""
+# Text before the call section when a call is required or forced.
+REQUIRED_PREFIX = {"deepseek_v3_2": "\n\n", "deepseek_v4": "\n\n", "deepseek_v4_1": "\n\n", "minimax": "\n"}
+# What a family writes instead of reasoning when reasoning is disabled.
+DISABLED_PREFIX = {"minimax": "\n</think>\n\n\n\n"}
+# Families whose calls sit in a section (required/forced: only the section).
+SECTION_STYLES = {"kimi", "deepseek_r1", "deepseek_v3_1", "deepseek_v3_2", "deepseek_v4", "deepseek_v4_1", "minimax", "minimax_m3", "cohere"}
+
+
+def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict]], *, choice: str = "auto", think: bool = True) -> str:
+    """A whole output. ``choice`` is the tool_choice mode ("auto", "none",
+    "required", "forced"): there, required/forced calls may carry a prefix
+    (pass ``content=""`` for a valid output, except for Kimi-K3's response
+    block), and Harmony writes ``content`` (its final channel) only with
+    "auto" and "none". ``think`` is whether
+    reasoning is enabled ("disabled" otherwise)."""
     j = lambda a: json.dumps(a, ensure_ascii=False)  # noqa: E731
     if style == "harmony":
-        parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"]
-        if content:
+        parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"] if think else []
+        if content and choice in ("auto", "none"):
             parts.append(f"<|channel|>final<|message|>{content}<|end|>")
         parts += [f"<|channel|>commentary to=functions.{n}<|constrain|>json<|message|>{j(a)}<|call|>" for n, a in calls]
         return "<|start|>assistant".join(parts)
     if style == "kimi_k3":
-        out = f"{reasoning}<|close|>think<|sep|><|open|>response<|sep|>{content}<|close|>response<|sep|>"
+        out = f"{reasoning}<|close|>think<|sep|><|open|>response<|sep|>" if think else ""
+        out += f"{content}<|close|>response<|sep|>"
         if calls:
             out += "<|open|>tools<|sep|>"
             for i, (n, a) in enumerate(calls):
@@ -101,7 +115,12 @@ def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict
         return out + "<|close|>message<|sep|>"
     head = ""
     if THINK_END[style] is not None:
-        head = ("<think>" if style == "mimo" else "") + reasoning + THINK_END[style]
+        if think:
+            head = ("<think>" if style == "mimo" else "") + reasoning + THINK_END[style]
+        else:
+            head = DISABLED_PREFIX.get(style, "")
+    if choice in ("required", "forced") and calls:
+        content += REQUIRED_PREFIX.get(style, "")
     out = head + content
     if not calls:
         return out

@@ -172,3 +172,132 @@ def test_verified_examples_are_accepted_by_the_compiled_tag(style, byte_compiler
     text = render(style, "reasoning", "Sure.", [("get_weather", {"city": "Paris"})])
     m = fc.GrammarMatcher(byte_compiler.compile(fc.Grammar.from_structural_tag(tag)))
     assert m.accept_string(text) and m.can_terminate()
+
+
+# ------------------------------------------------------------ style matrix --
+# Every built-in style x tool_choice x parallel_tool_calls x reasoning (on /
+# off where the style reasons): the spec's example output adapted to the
+# mode is accepted by the compiled tag and parsed back exactly (whole and
+# streamed in random pieces); malformed variants are rejected by the grammar
+# and reported as not well-formed by the parser.
+
+import random
+import zlib
+
+from formcast.toolcalls import OutputStreamParser, ToolCallDelta
+from styles_wire import DISABLED_PREFIX, THINK_END, render
+
+REASONING, CONTENT = "Let me check the weather.", "Sure."
+W = ("get_weather", {"city": "Paris", "days": 3})
+S = ("search", {"query": "rain", "exact": True})
+CHOICES = {"auto": "auto", "none": "none", "required": "required", "forced": {"type": "function", "function": {"name": "get_weather"}}}
+JSON_ARGS = {"llama", "kimi", "deepseek_r1", "deepseek_v3_1", "qwen_3", "exaone", "harmony"}
+# Styles whose free text may not contain their call syntax at all; the
+# others accept a call written with tool_choice="none" as plain content.
+NONE_REFUSES_CALL_TEXT = {"harmony", "kimi", "kimi_k3", "mimo", "glm_4_7", "deepseek_v4_1", "minimax_m3"}
+
+
+SCHEMA_FAULTS = {"argument of the wrong type", "missing required argument", "unknown argument"}
+
+
+def _has_reasoning(style: str) -> bool:
+    return style in ("harmony", "kimi_k3") or THINK_END[style] is not None
+
+
+MATRIX = [
+    pytest.param(style, choice, parallel, think, id=f"{style}-{choice}-{'parallel' if parallel else 'single'}-{'think' if think else 'nothink' if think is False else 'noreasoning'}")
+    for style in ALL_STYLES
+    for choice in CHOICES
+    for parallel in (True, False)
+    for think in ((True, False) if _has_reasoning(style) else (None,))
+]
+
+
+def _accepts(compiled, text: str) -> bool:
+    m = fc.GrammarMatcher(compiled)
+    return m.accept_string(text) and m.can_terminate()
+
+
+def _check_parse(tag, text: str, reasoning: str, content: str, calls: list, seed: int) -> None:
+    ids = lambda i: f"call_{i}"  # noqa: E731
+    whole = parse_output(tag, text, call_id=ids)
+    assert whole.well_formed, text
+    assert (whole.reasoning, whole.content) == (reasoning, content), text
+    assert [(c.name, json.loads(c.arguments)) for c in whole.tool_calls] == calls, text
+    assert all(c.complete for c in whole.tool_calls)
+    rng = random.Random(seed)
+    for _ in range(1):  # (test_toolcalls_roundtrip streams many more chunkings)
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(1, 12))))
+        p = OutputStreamParser(tag, call_id=ids)
+        deltas = []
+        for a, b in zip([0, *cuts], [*cuts, len(text)]):
+            deltas += p.feed(text[a:b])
+        deltas += p.finish()
+        assert p.result() == whole, (text, cuts)
+        for i, c in enumerate(whole.tool_calls):
+            mine = [d for d in deltas if isinstance(d, ToolCallDelta) and d.index == i]
+            assert (mine[0].id, mine[0].name) == (c.id, c.name)
+            assert "".join(d.arguments for d in mine) == c.arguments
+
+
+@pytest.mark.parametrize(("style", "choice", "parallel", "think"), MATRIX)
+def test_style_matrix(style, choice, parallel, think, byte_compiler):
+    tag = structural_tag_for(style, TOOLS, CHOICES[choice], parallel, reasoning=think)
+    g = byte_compiler.compile_structural_tag(tag)
+    seed = zlib.crc32(f"{style}{choice}{parallel}{think}".encode())
+    reasoning = REASONING if think else ""
+    content = CONTENT if choice in ("auto", "none") or style == "kimi_k3" else ""
+
+    def out(calls, *, content=content, think=bool(think), choice=choice):
+        return render(style, REASONING, content, calls, choice=choice, think=think)
+
+    good: list[list] = []
+    if choice in ("auto", "none"):
+        good.append([])
+    if choice != "none":
+        good.append([W])
+        if parallel and choice != "forced":
+            good.append([S, W, W])
+    for calls in good:
+        text = out(calls)
+        assert _accepts(g, text), text
+        _check_parse(tag, text, reasoning, content, calls, seed)
+
+    bad: dict[str, str] = {}
+    if choice != "none":
+        bad["wrong function name"] = out([W]).replace("get_weather", "get_wether")
+        bad["argument of the wrong type"] = out([("get_weather", {"city": "Paris", "days": "soon"})])
+        bad["missing required argument"] = out([("get_weather", {"days": 3})])
+        bad["unknown argument"] = out([("get_weather", {"city": "Paris", "hours": 3})])
+        if style in JSON_ARGS:
+            bad["broken JSON arguments"] = out([W]).replace('"Paris"', "Paris")
+        if not parallel or choice == "forced":
+            bad["second call"] = out([W, W])
+        if choice in ("required", "forced"):
+            bad["no call"] = out([])
+            if style == "harmony":  # a final-channel message before the call
+                bad["text before the call"] = out([W], content="Sure. ", choice="auto")
+            elif style != "kimi_k3":  # (Kimi-K3's response block always comes first)
+                bad["text before the call"] = out([W], content="Sure. ")
+        if choice == "forced":
+            bad["another tool than the forced one"] = out([S])
+    if think is True and style != "harmony":  # harmony's analysis channel is optional
+        no_block = out(good[0], think=False)
+        bad["reasoning missing"] = no_block[len(DISABLED_PREFIX.get(style, "")):]
+    if think is False:
+        bad["reasoning while disabled"] = out(good[0], think=True)
+    for reason, text in bad.items():
+        assert not _accepts(g, text), f"{reason}: {text!r}"
+        if reason not in SCHEMA_FAULTS:  # the parser reads structure, it does not validate arguments
+            assert not parse_output(tag, text).well_formed, f"{reason}: {text!r}"
+
+    if choice == "none":
+        # A call written anyway is refused, or at least read as plain text.
+        text = out([W], choice="auto")
+        if style in NONE_REFUSES_CALL_TEXT:
+            assert not _accepts(g, text), text
+        else:
+            assert _accepts(g, text), text
+            parsed = parse_output(tag, text)
+            assert parsed.tool_calls == [] and parsed.well_formed
+            assert parsed.content == text[len(out([], choice="auto")) - len(content):]
