@@ -301,3 +301,19 @@ def test_style_matrix(style, choice, parallel, think, byte_compiler):
             parsed = parse_output(tag, text)
             assert parsed.tool_calls == [] and parsed.well_formed
             assert parsed.content == text[len(out([], choice="auto")) - len(content):]
+
+
+@pytest.mark.parametrize("style", ALL_STYLES)
+def test_tools_without_parameters_take_calls_without_arguments(style, byte_compiler):
+    # A tool with no parameters ({"type": "object"}, empty properties or no
+    # `parameters` at all) once made cohere/minimax_m3 build a tag their
+    # compiler refused (free-form keys), and Qwen3.5/Coder refused the
+    # template's "<function=NAME>\n</function>".
+    for params in ({"type": "object"}, {"type": "object", "properties": {}}, None):
+        fn = {"name": "ping"} if params is None else {"name": "ping", "parameters": params}
+        tag = structural_tag_for(style, [{"type": "function", "function": fn}])
+        g = byte_compiler.compile_structural_tag(tag)
+        text = render(style, REASONING, "", [("ping", {})])
+        assert _accepts(g, text), (params, text)
+        out = parse_output(tag, text)
+        assert out.well_formed and [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("ping", {})], text
