@@ -33,17 +33,16 @@ corrected form is an ordinary entry.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
 import pytest
 
 import formcast as fc
+from tokenwalk import can_stop, greedy_tokens, walk
 
 SPEC = Path(__file__).resolve().parent.parent.parent / "shared" / "spec"
 
@@ -127,34 +126,6 @@ def _id(tok: fc.TokenizerInfo, ref: Union[str, int]) -> int:
     return i
 
 
-@functools.lru_cache(maxsize=4)
-def _plain_vocab(tok: fc.TokenizerInfo) -> tuple[dict[bytes, int], int]:
-    special = set(tok.special_token_ids)
-    index: dict[bytes, int] = {}
-    for i, b in enumerate(tok.all_token_bytes()):
-        if i not in special and b and b not in index:
-            index[b] = i
-    return index, max(len(b) for b in index)
-
-
-def greedy_tokens(tok: fc.TokenizerInfo, text: str) -> list[int]:
-    """A tokenization of ``text`` (longest match first) using no special
-    token: a token sequence a model could emit for this text."""
-    index, longest = _plain_vocab(tok)
-    data = text.encode("utf-8")
-    out, i = [], 0
-    while i < len(data):
-        for n in range(min(longest, len(data) - i), 0, -1):
-            t = index.get(data[i:i + n])
-            if t is not None:
-                out.append(t)
-                i += n
-                break
-        else:
-            raise AssertionError(f"no token for {data[i:i + 1]!r}")
-    return out
-
-
 def _steps(output: Output) -> tuple:
     return (output,) if isinstance(output, str) else output
 
@@ -176,15 +147,10 @@ def accepts(compiled, tok, output: Output) -> bool:
     return m.can_terminate()
 
 
-def _bit(bm: np.ndarray, t: int) -> bool:
-    return bool((int(bm[0, t >> 5]) >> (t & 31)) & 1)
-
-
 def assert_generable(compiled, tok, output: Output) -> None:
     """Each token of the output is allowed by the mask when it comes, and a
     stop token is allowed at the end."""
     m = fc.GrammarMatcher(compiled)
-    bm = fc.allocate_token_bitmask(1, tok.logits_size)
     done = ""
     for s in _steps(output):
         if isinstance(s, T) or isinstance(s, int):
@@ -192,14 +158,8 @@ def assert_generable(compiled, tok, output: Output) -> None:
         else:
             text = s.text if isinstance(s, Tokens) else TOKEN_NAMES.get(s.ref, s.ref) if isinstance(s, Spelled) else s
             ids = greedy_tokens(tok, text)
-        for t in ids:
-            m.fill_next_token_bitmask(bm)
-            assert _bit(bm, t), f"token {t} {tok.token_bytes(t)!r} masked after {done!r}"
-            assert m.accept_token(t), f"token {t} {tok.token_bytes(t)!r} refused after {done!r}"
-            done += tok.token_bytes(t).decode("utf-8", "replace")
-    m.fill_next_token_bitmask(bm)
-    allowed = fc.bitmask_to_bool(bm, tok.logits_size)[0]
-    assert allowed[tok.stop_token_ids].any(), "cannot stop at the end"
+        done = walk(m, tok, ids, done)
+    assert can_stop(m, tok), "cannot stop at the end"
 
 
 # --------------------------------------------------------------- schemas --
