@@ -317,3 +317,25 @@ def test_tools_without_parameters_take_calls_without_arguments(style, byte_compi
         assert _accepts(g, text), (params, text)
         out = parse_output(tag, text)
         assert out.well_formed and [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("ping", {})], text
+
+
+# What opens a reasoning block the model writes itself (reasoning="auto").
+THINK_BEGIN = {"minimax_m3": "<mm:think>", "cohere": "<|START_THINKING|>", "kimi_k3": "<|open|>think<|sep|>", "harmony": "", "mimo": ""}
+
+
+@pytest.mark.parametrize("style", [s for s in ALL_STYLES if _has_reasoning(s)])
+def test_reasoning_auto_takes_a_complete_block_or_none(style, byte_compiler):
+    tag = structural_tag_for(style, TOOLS, reasoning="auto")
+    g = byte_compiler.compile_structural_tag(tag)
+    begin = THINK_BEGIN.get(style, "<think>")
+    with_block = begin + render(style, REASONING, CONTENT, [W])
+    without = render(style, REASONING, CONTENT, [W], think=False)[len(DISABLED_PREFIX.get(style, "")):]
+    if style == "kimi_k3":  # the response block is opened by the model when it may reason
+        without = "<|open|>response<|sep|>" + without
+    for text, reasoning in ((with_block, REASONING), (without, "")):
+        assert _accepts(g, text), text
+        _check_parse(tag, text, reasoning, CONTENT, [W], zlib.crc32(text.encode()))
+    if begin:
+        unclosed = begin + REASONING + without
+        assert not _accepts(g, unclosed), unclosed
+        assert not parse_output(tag, unclosed).well_formed
