@@ -339,3 +339,38 @@ def test_reasoning_auto_takes_a_complete_block_or_none(style, byte_compiler):
         unclosed = begin + REASONING + without
         assert not _accepts(g, unclosed), unclosed
         assert not parse_output(tag, unclosed).well_formed
+
+
+# The "verified example" column of model-styles.md, verbatim (line numbers of
+# the spec; "…" completed with the common "reasoning</think>Sure." prefix;
+# deepseek_v4 is elided mid-call there and kimi_k3 has none: both are covered
+# by the matrix above).
+VERIFIED = [
+    (21, "llama", 'Let me check. {"name": "get_weather", "parameters": {"city": "Paris"}}'),
+    (22, "kimi", 'reasoning</think>Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'),
+    (24, "deepseek_r1", 'reasoning</think>Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    (25, "deepseek_v3_1", '…<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    (26, "qwen_3", 'reasoning</think>\n\nSure.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+    (27, "qwen_3_5", "reasoning</think>\n\nSure.<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"),
+    (27, "qwen_3_coder", "reasoning</think>\n\nSure.<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"),
+    (28, "mimo", "<think>reasoning</think>Sure.<tool_call><function=get_weather><parameter=city>Paris</parameter></function></tool_call>"),
+    (29, "harmony", '<|channel|>analysis<|message|>reasoning<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather<|constrain|>json<|message|>{"city": "Paris"}<|call|>'),
+    (30, "deepseek_v3_2", 'reasoning</think>Sure.<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'),
+    (32, "deepseek_v4_1", '…<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>'),
+    (33, "minimax", 'reasoning</think>\n\nSure.<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>\n</minimax:tool_call>'),
+    (34, "minimax_m3", 'reasoning</mm:think>Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>'),
+    (35, "glm_4_7", "reasoning</think>Sure.<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"),
+    (36, "cohere", 'reasoning<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" name="get_weather"><cofl:value name="city" type="raw">Paris</cofl:value></cofl:tool_call></cofl:tool_calls>'),
+    (37, "exaone", 'reasoning</think>\n\nSure.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'),
+]
+
+
+@pytest.mark.parametrize(("line", "style", "text"), VERIFIED, ids=[f"{v[1]}-line{v[0]}" for v in VERIFIED])
+def test_spec_verified_example_verbatim(line, style, text, byte_compiler):
+    text = text.replace("…", "reasoning</think>Sure.")
+    tag = structural_tag_for(style, [WEATHER])
+    assert _accepts(byte_compiler.compile_structural_tag(tag), text)
+    out = parse_output(tag, text)
+    assert out.well_formed
+    assert (out.reasoning, out.content) == (("", "Let me check. ") if style == "llama" else ("reasoning", "Sure." if style != "harmony" else ""))
+    assert [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("get_weather", {"city": "Paris"})]
