@@ -55,16 +55,53 @@ ALL_STYLES = sorted([*THINK_END, "harmony", "kimi_k3"])
 
 
 def _raw(v) -> str:
-    return v if isinstance(v, str) else json.dumps(v)
+    return v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
 
 
-def xml_params(style: str, args: dict) -> str:
-    """The arguments in an XML parameter style (as the grammar accepts them)."""
+def _kimi_type(v) -> str:
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    return "null" if v is None else "number"
+
+
+def _m3_value(v) -> str:
+    """minimax_m3_xml is recursive: objects and arrays are nested elements."""
+    if isinstance(v, dict):
+        return "".join(f"{M3}<{k}>{_m3_value(x)}{M3}</{k}>" for k, x in v.items())
+    if isinstance(v, list):
+        return "".join(f"{M3}<item>{_m3_value(x)}{M3}</item>" for x in v)
+    return _raw(v)
+
+
+def _cohere_value(name, v) -> str:
+    """cohere_xml: raw strings, JSON scalars, nested dict and list elements."""
+    attr = f' name="{name}"' if name is not None else ""
+    if isinstance(v, dict):
+        return f'<cofl:value{attr} type="dict">' + "".join(_cohere_value(k, x) for k, x in v.items()) + "</cofl:value>"
+    if isinstance(v, list):
+        return f'<cofl:value{attr} type="list">' + "".join(_cohere_value(None, x) for x in v) + "</cofl:value>"
+    return f'<cofl:value{attr} type="{"raw" if isinstance(v, str) else "json"}">{_raw(v)}</cofl:value>'
+
+
+def xml_params(style: str, args: dict, exact: frozenset = frozenset()) -> str:
+    """The arguments in an XML parameter style (as the grammar accepts them).
+    Non-string values are JSON, except in the recursive styles (minimax_m3,
+    cohere) where objects and arrays are nested elements. Qwen3-Coder puts
+    each value on its own line; raw text keeps those newlines, so the
+    parameters named in ``exact`` (constrained strings: enum, const,
+    pattern...) are written without them."""
     out = ""
     for k, v in args.items():
         s = isinstance(v, str)
         if style == "qwen_xml":
-            out += f"<parameter={k}>\n{_raw(v)}\n</parameter>\n"
+            nl = "" if s and k in exact else "\n"
+            out += f"<parameter={k}>{nl}{_raw(v)}{nl}</parameter>\n"
         elif style == "minimax_xml":
             out += f'<parameter name="{k}">{_raw(v)}</parameter>\n'
         elif style == "glm_xml":
@@ -73,26 +110,42 @@ def xml_params(style: str, args: dict) -> str:
             d = DSML if style == "deepseek_xml" else DSML + " "
             out += f'<{d}parameter name="{k}" string="{"true" if s else "false"}">{_raw(v)}</{d}parameter>\n'
         elif style == "minimax_m3_xml":
-            out += f"{M3}<{k}>{_raw(v)}{M3}</{k}>"
+            out += f"{M3}<{k}>{_m3_value(v)}{M3}</{k}>"
         elif style == "cohere_xml":
-            out += f'<cofl:value name="{k}" type="{"raw" if s else "json"}">{_raw(v)}</cofl:value>'
+            out += _cohere_value(k, v)
         elif style == "kimi_k3_xml":
-            t = "string" if s else ("boolean" if isinstance(v, bool) else "number")
-            out += f'<|open|>argument key="{k}" type="{t}"<|sep|>{_raw(v)}<|close|>argument<|sep|>'
+            out += f'<|open|>argument key="{k}" type="{_kimi_type(v)}"<|sep|>{_raw(v)}<|close|>argument<|sep|>'
     return out
 
 
-def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict]]) -> str:
-    """A whole output (reasoning enabled, tool_choice auto, parallel calls)."""
+# Text before the call section when a call is required or forced.
+REQUIRED_PREFIX = {"deepseek_v3_2": "\n\n", "deepseek_v4": "\n\n", "deepseek_v4_1": "\n\n", "minimax": "\n"}
+# What a family writes instead of reasoning when reasoning is disabled.
+DISABLED_PREFIX = {"minimax": "\n</think>\n\n\n\n"}
+# Families whose calls sit in a section (required/forced: only the section).
+SECTION_STYLES = {"kimi", "deepseek_r1", "deepseek_v3_1", "deepseek_v3_2", "deepseek_v4", "deepseek_v4_1", "minimax", "minimax_m3", "cohere"}
+
+
+def render(
+    style: str, reasoning: str, content: str, calls: list[tuple[str, dict]], *, choice: str = "auto", think: bool = True, exact: frozenset = frozenset()
+) -> str:
+    """A whole output. ``choice`` is the tool_choice mode ("auto", "none",
+    "required", "forced"): there, required/forced calls may carry a prefix
+    (pass ``content=""`` for a valid output, except for Kimi-K3's response
+    block), and Harmony writes ``content`` (its final channel) only with
+    "auto" and "none". ``think`` is whether
+    reasoning is enabled ("disabled" otherwise). ``exact``: see
+    :func:`xml_params`."""
     j = lambda a: json.dumps(a, ensure_ascii=False)  # noqa: E731
     if style == "harmony":
-        parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"]
-        if content:
+        parts = [f"<|channel|>analysis<|message|>{reasoning}<|end|>"] if think else []
+        if content and choice in ("auto", "none"):
             parts.append(f"<|channel|>final<|message|>{content}<|end|>")
         parts += [f"<|channel|>commentary to=functions.{n}<|constrain|>json<|message|>{j(a)}<|call|>" for n, a in calls]
         return "<|start|>assistant".join(parts)
     if style == "kimi_k3":
-        out = f"{reasoning}<|close|>think<|sep|><|open|>response<|sep|>{content}<|close|>response<|sep|>"
+        out = f"{reasoning}<|close|>think<|sep|><|open|>response<|sep|>" if think else ""
+        out += f"{content}<|close|>response<|sep|>"
         if calls:
             out += "<|open|>tools<|sep|>"
             for i, (n, a) in enumerate(calls):
@@ -101,7 +154,12 @@ def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict
         return out + "<|close|>message<|sep|>"
     head = ""
     if THINK_END[style] is not None:
-        head = ("<think>" if style == "mimo" else "") + reasoning + THINK_END[style]
+        if think:
+            head = ("<think>" if style == "mimo" else "") + reasoning + THINK_END[style]
+        else:
+            head = DISABLED_PREFIX.get(style, "")
+    if choice in ("required", "forced") and calls:
+        content += REQUIRED_PREFIX.get(style, "")
     out = head + content
     if not calls:
         return out
@@ -112,9 +170,9 @@ def render(style: str, reasoning: str, content: str, calls: list[tuple[str, dict
     if style == "exaone":
         return out + "".join(f'<tool_call>{{"name": "{n}", "arguments": {j(a)}}}</tool_call>' for n, a in calls)
     if style in ("qwen_3_5", "qwen_3_coder"):
-        return out + "".join(f"<tool_call>\n<function={n}>\n{xml_params('qwen_xml', a)}</function>\n</tool_call>" for n, a in calls)
+        return out + "".join(f"<tool_call>\n<function={n}>\n{xml_params('qwen_xml', a, exact)}</function>\n</tool_call>" for n, a in calls)
     if style == "mimo":
-        return out + "".join(f"<tool_call><function={n}>{xml_params('qwen_xml', a)}</function></tool_call>" for n, a in calls)
+        return out + "".join(f"<tool_call><function={n}>{xml_params('qwen_xml', a, exact)}</function></tool_call>" for n, a in calls)
     if style == "glm_4_7":
         return out + "".join(f"<tool_call>{n}{xml_params('glm_xml', a)}</tool_call>" for n, a in calls)
     if style == "kimi":

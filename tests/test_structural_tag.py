@@ -380,3 +380,165 @@ def test_tools_with_equal_schemas_share_their_rules(compiler):
     for text, ok in [('hi <call>f7:{"q": "x"}</call>', True), ('<call>f19:{"q": "y"}</call> ok', True),
                      ('<call>f20:{"q": "x"}</call>', False), ('<call>f3:{"r": "x"}</call>', False)]:
         assert run(compiler, tag(20), text) == ok, text
+
+
+# ------------------------------------------- special tokens, real vocabularies --
+# Token-level delimiters on vocabularies whose delimiters are special tokens:
+# SmolLM2's ChatML <|im_start|>/<|im_end|> (tokenized by its real BPE) and
+# Llama-3's <|python_tag|>/<|eom_id|>/<|eot_id|>. Every output is fed token by
+# token with the mask checked before each token (tokenwalk.walk).
+
+from tokenwalk import allowed as allowed_mask
+from tokenwalk import can_stop, tokens_of, walk
+
+
+@pytest.fixture(scope="module")
+def smol_compiler(smollm2) -> fc.GrammarCompiler:
+    return fc.GrammarCompiler(smollm2)
+
+
+@pytest.fixture(scope="module")
+def smol_bpe():
+    tokenizers = pytest.importorskip("tokenizers")
+    from conftest import TOKENIZERS
+
+    bpe = tokenizers.Tokenizer.from_file(str(TOKENIZERS / "smollm2-tokenizer.json"))
+    return lambda text: bpe.encode(text, add_special_tokens=False).ids
+
+
+IM_START, IM_END = "<|im_start|>", "<|im_end|>"
+CHATML_MESSAGE = wrap({
+    "type": "tag",
+    "begin": {"type": "token", "token": IM_START},
+    "content": {"type": "sequence", "elements": [{"type": "const_string", "value": "assistant\n"}, {"type": "any_text"}]},
+    "end": {"type": "token", "token": IM_END},
+})
+
+
+def test_chatml_message_between_special_tokens(smol_compiler, smollm2, smol_bpe):
+    ims, ime = tid(smollm2, IM_START), tid(smollm2, IM_END)
+    assert {ims, ime} <= set(smollm2.special_token_ids)
+    m = matcher(smol_compiler, CHATML_MESSAGE)
+    mask = allowed_mask(m, smollm2)
+    assert mask[ims] and mask.sum() == 1  # only the begin token
+    walk(m, smollm2, [ims, *smol_bpe("assistant\nHello <b>there</b>! 1+1=2")])
+    mask = allowed_mask(m, smollm2)
+    # Text goes on or the end token closes; the other special tokens never
+    # appear in text.
+    assert mask[ime] and not mask[ims] and mask[smol_bpe(" more")[0]]
+    assert not mask[[t for t in smollm2.special_token_ids if t not in smollm2.stop_token_ids]].any()
+    # Text spelling the end token is text: the message stays open.
+    assert m.accept_string(" <|im_end|>") and not m.can_terminate()
+    walk(m, smollm2, [ime])
+    assert m.can_terminate()
+    # Without the begin token the message cannot start, even spelled as text.
+    assert not matcher(smol_compiler, CHATML_MESSAGE).accept_string("<|im_start|>assistant\n")
+
+
+def test_string_delimiters_are_not_special_tokens(smol_compiler, smollm2):
+    """A string ``end`` equal to a special token's text is matched by the
+    text, never by the special token: token delimiters must be token formats."""
+    tag = wrap({"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": IM_END})
+    m = matcher(smol_compiler, tag)
+    assert m.accept_string("<think>hm")
+    assert not allowed_mask(m, smollm2)[tid(smollm2, IM_END)]
+    assert not m.accept_token(tid(smollm2, IM_END))
+    assert m.accept_string("<|im_end|>") and m.can_terminate()
+
+
+def test_chatml_tool_messages_in_free_tokens(smol_compiler, smollm2, smol_bpe):
+    ims, ime = tid(smollm2, IM_START), tid(smollm2, IM_END)
+    sep = tid(smollm2, "<file_sep>")
+    tag = wrap({
+        "type": "token_triggered_tags",
+        "trigger_tokens": [IM_START],
+        "tags": [{
+            "type": "tag",
+            "begin": {"type": "token", "token": IM_START},
+            "content": {"type": "sequence", "elements": [{"type": "const_string", "value": "tool\n"}, {"type": "json_schema", "json_schema": SCHEMA}]},
+            "end": {"type": "token", "token": IM_END},
+        }],
+        "exclude_tokens": ["<file_sep>"],
+    })
+    m = matcher(smol_compiler, tag)
+    walk(m, smollm2, smol_bpe("Let me look it up."))
+    mask = allowed_mask(m, smollm2)
+    # Free tokens: any but the excluded one, special tokens included.
+    assert mask[ims] and mask[smol_bpe(" ok")[0]] and mask[tid(smollm2, "<filename>")] and not mask[sep]
+    walk(m, smollm2, [ims, *smol_bpe('tool\n{"city": "Paris"')])
+    mask = allowed_mask(m, smollm2)
+    assert not mask[ime] and not mask[ims]  # the JSON is not complete
+    walk(m, smollm2, smol_bpe("}"))
+    mask = allowed_mask(m, smollm2)
+    assert mask[ime] and not mask[ims] and not mask[smol_bpe(" x")[0]]
+    walk(m, smollm2, [ime, *smol_bpe(" Done."), ims, *smol_bpe('tool\n{"city": "Oslo"}'), ime])
+    assert m.can_terminate()
+    assert not run(smol_compiler, tag, sep)
+    assert not run(smol_compiler, tag, ims, 'assistant\n{"city": "x"}', ime)  # not a tool message
+    assert not run(smol_compiler, tag, ims, 'tool\n{"city": "x"}', "<|im_end|>")  # the end's text is not the end
+
+
+def test_any_tokens_between_chatml_tokens_stop_at_the_end_token(smol_compiler, smollm2, smol_bpe):
+    ims, ime = tid(smollm2, IM_START), tid(smollm2, IM_END)
+    tag = wrap({"type": "sequence", "elements": [
+        {"type": "tag", "begin": {"type": "token", "token": IM_START}, "content": {"type": "any_tokens"}, "end": {"type": "token", "token": IM_END}},
+        {"type": "const_string", "value": "\n"},
+    ]})
+    m = matcher(smol_compiler, tag)
+    walk(m, smollm2, [ims, *smol_bpe("user\nhi"), ims])  # special tokens are tokens too
+    walk(m, smollm2, [ime])  # the end token is excluded from the content: it closes the tag
+    mask = allowed_mask(m, smollm2)
+    assert mask[smol_bpe("\n")[0]] and not mask[ime] and not mask[ims]
+    walk(m, smollm2, smol_bpe("\n"))
+    assert m.can_terminate()
+
+
+LLAMA_SEARCH = {"type": "regex", "pattern": r'brave_search\.call\(query="[^"]*"\)'}
+
+
+def test_llama31_builtin_call_between_python_tag_and_eom(compiler, llama3):
+    py, eom, eot = tid(llama3, PY_TAG), tid(llama3, EOM), tid(llama3, EOT)
+    tag = wrap({
+        "type": "token_triggered_tags",
+        "trigger_tokens": [PY_TAG],
+        "tags": [{"type": "tag", "begin": {"type": "token", "token": PY_TAG}, "content": LLAMA_SEARCH, "end": {"type": "token", "token": EOM}}],
+        "stop_after_first": True,
+    })
+    m = matcher(compiler, tag)
+    walk(m, llama3, tokens_of(llama3, ["I'll search for that. "]))
+    walk(m, llama3, tokens_of(llama3, [py, 'brave_search.call(query="weather in Paris"']))
+    mask = allowed_mask(m, llama3)
+    assert not mask[eom] and not mask[eot] and not mask[py]  # the call is not complete
+    walk(m, llama3, tokens_of(llama3, [")"]))
+    mask = allowed_mask(m, llama3)
+    assert mask[eom] and mask.sum() == 1  # only the end token
+    walk(m, llama3, [eom])
+    mask = allowed_mask(m, llama3)
+    assert not mask[py] and can_stop(m, llama3)  # stop_after_first: nothing more but the stop
+    # The call is only opened by the token: the tag's text is not the token.
+    assert not run(compiler, tag, PY_TAG + 'brave_search.call(query="x")', eom)
+    # Free tokens may spell the tag's text with ordinary tokens.
+    m = matcher(compiler, tag)
+    walk(m, llama3, tokens_of(llama3, ["text about <|python_tag|> as text"]))
+    assert m.can_terminate()
+
+
+def test_llama31_json_call_then_eot(compiler, llama3):
+    """Llama 3.1's JSON tool call (the llama style) closed by <|eot_id|> as a
+    token element: special tokens never enter the JSON or the text."""
+    from formcast.styles import structural_tag_for
+
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": SCHEMA}}]
+    inner = structural_tag_for("llama", tools, "required", parallel_tool_calls=False)["format"]
+    tag = wrap({"type": "sequence", "elements": [inner, {"type": "token", "token": EOT}]})
+    py, eom, eot = tid(llama3, PY_TAG), tid(llama3, EOM), tid(llama3, EOT)
+    m = matcher(compiler, tag)
+    walk(m, llama3, tokens_of(llama3, ['{"name": "get_weather", "parameters": {"city": "Par']))
+    mask = allowed_mask(m, llama3)
+    assert not mask[[py, eom, eot, *llama3.stop_token_ids]].any()
+    walk(m, llama3, tokens_of(llama3, ['is"}}']))
+    mask = allowed_mask(m, llama3)
+    assert mask[eot] and not mask[py] and not mask[eom]
+    walk(m, llama3, [eot])
+    assert m.can_terminate()
+    assert not run(compiler, tag, '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>')  # text is not the token

@@ -172,3 +172,205 @@ def test_verified_examples_are_accepted_by_the_compiled_tag(style, byte_compiler
     text = render(style, "reasoning", "Sure.", [("get_weather", {"city": "Paris"})])
     m = fc.GrammarMatcher(byte_compiler.compile(fc.Grammar.from_structural_tag(tag)))
     assert m.accept_string(text) and m.can_terminate()
+
+
+# ------------------------------------------------------------ style matrix --
+# Every built-in style x tool_choice x parallel_tool_calls x reasoning (on /
+# off where the style reasons): the spec's example output adapted to the
+# mode is accepted by the compiled tag and parsed back exactly (whole and
+# streamed in random pieces); malformed variants are rejected by the grammar
+# and reported as not well-formed by the parser.
+
+import random
+import zlib
+
+from formcast.toolcalls import OutputStreamParser, ToolCallDelta
+from styles_wire import DISABLED_PREFIX, THINK_END, render
+
+REASONING, CONTENT = "Let me check the weather.", "Sure."
+W = ("get_weather", {"city": "Paris", "days": 3})
+S = ("search", {"query": "rain", "exact": True})
+CHOICES = {"auto": "auto", "none": "none", "required": "required", "forced": {"type": "function", "function": {"name": "get_weather"}}}
+JSON_ARGS = {"llama", "kimi", "deepseek_r1", "deepseek_v3_1", "qwen_3", "exaone", "harmony"}
+# Styles whose free text may not contain their call syntax at all; the
+# others accept a call written with tool_choice="none" as plain content.
+NONE_REFUSES_CALL_TEXT = {"harmony", "kimi", "kimi_k3", "mimo", "glm_4_7", "deepseek_v4_1", "minimax_m3"}
+
+
+SCHEMA_FAULTS = {"argument of the wrong type", "missing required argument", "unknown argument"}
+
+
+def _has_reasoning(style: str) -> bool:
+    return style in ("harmony", "kimi_k3") or THINK_END[style] is not None
+
+
+MATRIX = [
+    pytest.param(style, choice, parallel, think, id=f"{style}-{choice}-{'parallel' if parallel else 'single'}-{'think' if think else 'nothink' if think is False else 'noreasoning'}")
+    for style in ALL_STYLES
+    for choice in CHOICES
+    for parallel in (True, False)
+    for think in ((True, False) if _has_reasoning(style) else (None,))
+]
+
+
+def _accepts(compiled, text: str) -> bool:
+    m = fc.GrammarMatcher(compiled)
+    return m.accept_string(text) and m.can_terminate()
+
+
+def _check_parse(tag, text: str, reasoning: str, content: str, calls: list, seed: int) -> None:
+    ids = lambda i: f"call_{i}"  # noqa: E731
+    whole = parse_output(tag, text, call_id=ids)
+    assert whole.well_formed, text
+    assert (whole.reasoning, whole.content) == (reasoning, content), text
+    assert [(c.name, json.loads(c.arguments)) for c in whole.tool_calls] == calls, text
+    assert all(c.complete for c in whole.tool_calls)
+    rng = random.Random(seed)
+    for _ in range(1):  # (test_toolcalls_roundtrip streams many more chunkings)
+        cuts = sorted(rng.sample(range(len(text) + 1), min(len(text) + 1, rng.randint(1, 12))))
+        p = OutputStreamParser(tag, call_id=ids)
+        deltas = []
+        for a, b in zip([0, *cuts], [*cuts, len(text)]):
+            deltas += p.feed(text[a:b])
+        deltas += p.finish()
+        assert p.result() == whole, (text, cuts)
+        for i, c in enumerate(whole.tool_calls):
+            mine = [d for d in deltas if isinstance(d, ToolCallDelta) and d.index == i]
+            assert (mine[0].id, mine[0].name) == (c.id, c.name)
+            assert "".join(d.arguments for d in mine) == c.arguments
+
+
+@pytest.mark.parametrize(("style", "choice", "parallel", "think"), MATRIX)
+def test_style_matrix(style, choice, parallel, think, byte_compiler):
+    tag = structural_tag_for(style, TOOLS, CHOICES[choice], parallel, reasoning=think)
+    g = byte_compiler.compile_structural_tag(tag)
+    seed = zlib.crc32(f"{style}{choice}{parallel}{think}".encode())
+    reasoning = REASONING if think else ""
+    content = CONTENT if choice in ("auto", "none") or style == "kimi_k3" else ""
+
+    def out(calls, *, content=content, think=bool(think), choice=choice):
+        return render(style, REASONING, content, calls, choice=choice, think=think)
+
+    good: list[list] = []
+    if choice in ("auto", "none"):
+        good.append([])
+    if choice != "none":
+        good.append([W])
+        if parallel and choice != "forced":
+            good.append([S, W, W])
+    for calls in good:
+        text = out(calls)
+        assert _accepts(g, text), text
+        _check_parse(tag, text, reasoning, content, calls, seed)
+
+    bad: dict[str, str] = {}
+    if choice != "none":
+        bad["wrong function name"] = out([W]).replace("get_weather", "get_wether")
+        bad["argument of the wrong type"] = out([("get_weather", {"city": "Paris", "days": "soon"})])
+        bad["missing required argument"] = out([("get_weather", {"days": 3})])
+        bad["unknown argument"] = out([("get_weather", {"city": "Paris", "hours": 3})])
+        if style in JSON_ARGS:
+            bad["broken JSON arguments"] = out([W]).replace('"Paris"', "Paris")
+        if not parallel or choice == "forced":
+            bad["second call"] = out([W, W])
+        if choice in ("required", "forced"):
+            bad["no call"] = out([])
+            if style == "harmony":  # a final-channel message before the call
+                bad["text before the call"] = out([W], content="Sure. ", choice="auto")
+            elif style != "kimi_k3":  # (Kimi-K3's response block always comes first)
+                bad["text before the call"] = out([W], content="Sure. ")
+        if choice == "forced":
+            bad["another tool than the forced one"] = out([S])
+    if think is True and style != "harmony":  # harmony's analysis channel is optional
+        no_block = out(good[0], think=False)
+        bad["reasoning missing"] = no_block[len(DISABLED_PREFIX.get(style, "")):]
+    if think is False:
+        bad["reasoning while disabled"] = out(good[0], think=True)
+    for reason, text in bad.items():
+        assert not _accepts(g, text), f"{reason}: {text!r}"
+        if reason not in SCHEMA_FAULTS:  # the parser reads structure, it does not validate arguments
+            assert not parse_output(tag, text).well_formed, f"{reason}: {text!r}"
+
+    if choice == "none":
+        # A call written anyway is refused, or at least read as plain text.
+        text = out([W], choice="auto")
+        if style in NONE_REFUSES_CALL_TEXT:
+            assert not _accepts(g, text), text
+        else:
+            assert _accepts(g, text), text
+            parsed = parse_output(tag, text)
+            assert parsed.tool_calls == [] and parsed.well_formed
+            assert parsed.content == text[len(out([], choice="auto")) - len(content):]
+
+
+@pytest.mark.parametrize("style", ALL_STYLES)
+def test_tools_without_parameters_take_calls_without_arguments(style, byte_compiler):
+    # A tool with no parameters ({"type": "object"}, empty properties or no
+    # `parameters` at all) once made cohere/minimax_m3 build a tag their
+    # compiler refused (free-form keys), and Qwen3.5/Coder refused the
+    # template's "<function=NAME>\n</function>".
+    for params in ({"type": "object"}, {"type": "object", "properties": {}}, None):
+        fn = {"name": "ping"} if params is None else {"name": "ping", "parameters": params}
+        tag = structural_tag_for(style, [{"type": "function", "function": fn}])
+        g = byte_compiler.compile_structural_tag(tag)
+        text = render(style, REASONING, "", [("ping", {})])
+        assert _accepts(g, text), (params, text)
+        out = parse_output(tag, text)
+        assert out.well_formed and [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("ping", {})], text
+
+
+# What opens a reasoning block the model writes itself (reasoning="auto").
+THINK_BEGIN = {"minimax_m3": "<mm:think>", "cohere": "<|START_THINKING|>", "kimi_k3": "<|open|>think<|sep|>", "harmony": "", "mimo": ""}
+
+
+@pytest.mark.parametrize("style", [s for s in ALL_STYLES if _has_reasoning(s)])
+def test_reasoning_auto_takes_a_complete_block_or_none(style, byte_compiler):
+    tag = structural_tag_for(style, TOOLS, reasoning="auto")
+    g = byte_compiler.compile_structural_tag(tag)
+    begin = THINK_BEGIN.get(style, "<think>")
+    with_block = begin + render(style, REASONING, CONTENT, [W])
+    without = render(style, REASONING, CONTENT, [W], think=False)[len(DISABLED_PREFIX.get(style, "")):]
+    if style == "kimi_k3":  # the response block is opened by the model when it may reason
+        without = "<|open|>response<|sep|>" + without
+    for text, reasoning in ((with_block, REASONING), (without, "")):
+        assert _accepts(g, text), text
+        _check_parse(tag, text, reasoning, CONTENT, [W], zlib.crc32(text.encode()))
+    if begin:
+        unclosed = begin + REASONING + without
+        assert not _accepts(g, unclosed), unclosed
+        assert not parse_output(tag, unclosed).well_formed
+
+
+# The "verified example" column of model-styles.md, verbatim (line numbers of
+# the spec; "…" completed with the common "reasoning</think>Sure." prefix;
+# deepseek_v4 is elided mid-call there and kimi_k3 has none: both are covered
+# by the matrix above).
+VERIFIED = [
+    (21, "llama", 'Let me check. {"name": "get_weather", "parameters": {"city": "Paris"}}'),
+    (22, "kimi", 'reasoning</think>Sure.<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|><|tool_calls_section_end|>'),
+    (24, "deepseek_r1", 'reasoning</think>Sure.<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{"city": "Paris"}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    (25, "deepseek_v3_1", '…<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>get_weather<｜tool▁sep｜>{"city": "Paris"}<｜tool▁call▁end｜><｜tool▁calls▁end｜>'),
+    (26, "qwen_3", 'reasoning</think>\n\nSure.<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'),
+    (27, "qwen_3_5", "reasoning</think>\n\nSure.<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"),
+    (27, "qwen_3_coder", "reasoning</think>\n\nSure.<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"),
+    (28, "mimo", "<think>reasoning</think>Sure.<tool_call><function=get_weather><parameter=city>Paris</parameter></function></tool_call>"),
+    (29, "harmony", '<|channel|>analysis<|message|>reasoning<|end|><|start|>assistant<|channel|>commentary to=functions.get_weather<|constrain|>json<|message|>{"city": "Paris"}<|call|>'),
+    (30, "deepseek_v3_2", 'reasoning</think>Sure.<｜DSML｜function_calls>\n<｜DSML｜invoke name="get_weather">\n<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜function_calls>'),
+    (32, "deepseek_v4_1", '…<｜DSML｜ calls>\n<｜DSML｜ invoke name="get_weather">\n<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>\n</｜DSML｜ invoke>\n</｜DSML｜ calls>'),
+    (33, "minimax", 'reasoning</think>\n\nSure.<minimax:tool_call>\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>\n</minimax:tool_call>'),
+    (34, "minimax_m3", 'reasoning</mm:think>Sure.]<]minimax[>[<tool_call>\n]<]minimax[>[<invoke name="get_weather">]<]minimax[>[<city>Paris]<]minimax[>[</city>]<]minimax[>[</invoke>\n]<]minimax[>[</tool_call>'),
+    (35, "glm_4_7", "reasoning</think>Sure.<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"),
+    (36, "cohere", 'reasoning<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" name="get_weather"><cofl:value name="city" type="raw">Paris</cofl:value></cofl:tool_call></cofl:tool_calls>'),
+    (37, "exaone", 'reasoning</think>\n\nSure.<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>'),
+]
+
+
+@pytest.mark.parametrize(("line", "style", "text"), VERIFIED, ids=[f"{v[1]}-line{v[0]}" for v in VERIFIED])
+def test_spec_verified_example_verbatim(line, style, text, byte_compiler):
+    text = text.replace("…", "reasoning</think>Sure.")
+    tag = structural_tag_for(style, [WEATHER])
+    assert _accepts(byte_compiler.compile_structural_tag(tag), text)
+    out = parse_output(tag, text)
+    assert out.well_formed
+    assert (out.reasoning, out.content) == (("", "Let me check. ") if style == "llama" else ("reasoning", "Sure." if style != "harmony" else ""))
+    assert [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("get_weather", {"city": "Paris"})]

@@ -88,3 +88,101 @@ def test_random_text_never_raises(style, pieces, cut):
             json.loads(c.arguments)  # complete calls always carry JSON
     if out.well_formed:  # a valid output is read the same way in pieces
         assert p.result() == out
+
+
+# ---------------------------------------------------------------- property --
+# Random tool schemas (objects of string / integer / number / boolean / enum
+# / array / nested-object properties, a random required subset) and random
+# arguments conforming to them, written in each style's wire format: the
+# compiled tag accepts the output, and the parser reads back exactly the
+# calls' names and arguments.
+
+import formcast as fc
+
+PROP_NAME = st.from_regex(r"[a-z_][a-z0-9_]{0,7}", fullmatch=True)
+# String values: no family's special strings can be spelled with these, and
+# JSON needs escapes for some of them.
+STRING = st.text(alphabet='ab <>/.,!?\n\t12é中"\\{}', max_size=12)
+SCALAR_SCHEMAS = st.one_of(
+    st.just({"type": "string"}),
+    st.just({"type": "integer"}),
+    st.just({"type": "number"}),
+    st.just({"type": "boolean"}),
+    st.lists(st.text(alphabet="abcxyz é-", min_size=1, max_size=6), min_size=1, max_size=4, unique=True).map(
+        lambda vs: {"type": "string", "enum": vs}
+    ),
+)
+
+
+def _object_schemas(values):
+    return st.dictionaries(PROP_NAME, values, min_size=1, max_size=4).flatmap(
+        lambda props: st.lists(st.sampled_from(sorted(props)), unique=True).map(
+            lambda req: {"type": "object", "properties": props, "required": [k for k in props if k in req]}
+        )
+    )
+
+
+INNER_SCHEMAS = st.one_of(SCALAR_SCHEMAS, SCALAR_SCHEMAS.map(lambda s: {"type": "array", "items": s}))
+PARAMETER_SCHEMAS = _object_schemas(st.one_of(INNER_SCHEMAS, _object_schemas(INNER_SCHEMAS)))
+
+
+def instances(schema):
+    """Values conforming to ``schema`` (the subset generated above)."""
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
+    t = schema["type"]
+    if t == "string":
+        return STRING
+    if t == "integer":
+        return st.integers(-10**9, 10**9)
+    if t == "number":
+        return st.one_of(st.integers(-1000, 1000), st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False))
+    if t == "boolean":
+        return st.booleans()
+    if t == "array":
+        return st.lists(instances(schema["items"]), max_size=3)
+    props, req = schema["properties"], set(schema["required"])
+
+    def build(present):
+        names = [k for k in props if k in req or k in present]
+        # (in declared order: properties are generated in the schema's order)
+        return st.fixed_dictionaries({k: instances(props[k]) for k in names}).map(lambda d: {k: d[k] for k in names})
+
+    return st.sets(st.sampled_from(sorted(props))).flatmap(build) if props else st.just({})
+
+
+@st.composite
+def tools_and_calls(draw):
+    schemas = draw(st.lists(PARAMETER_SCHEMAS, min_size=1, max_size=2))
+    tools = [{"type": "function", "function": {"name": f"fn_{i}", "parameters": s}} for i, s in enumerate(schemas)]
+    picks = draw(st.lists(st.integers(0, len(schemas) - 1), min_size=1, max_size=2))
+    calls = [(f"fn_{i}", draw(instances(schemas[i]))) for i in picks]
+    return tools, calls
+
+
+@pytest.fixture(scope="module")
+def byte_compiler() -> fc.GrammarCompiler:
+    tokens = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    return fc.GrammarCompiler(fc.TokenizerInfo.from_vocab(tokens, special_token_ids=[256], stop_token_ids=[256]))
+
+
+@pytest.mark.parametrize("style", ALL_STYLES)
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(tc=tools_and_calls(), content=TEXT, data=st.data())
+def test_random_schemas_accepted_and_parsed_back(style, tc, content, byte_compiler, data):
+    tools, calls = tc
+    tag = structural_tag_for(style, tools)
+    enums = frozenset(k for t in tools for k, p in t["function"]["parameters"]["properties"].items() if "enum" in p)
+    text = render(style, "thinking", content, calls, exact=enums)
+    m = fc.GrammarMatcher(byte_compiler.compile_structural_tag(tag))
+    assert m.accept_string(text) and m.can_terminate(), text
+    out = parse_output(tag, text, call_id=ids)
+    assert out.well_formed, text
+    assert [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == calls, text
+    assert out.content == content
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    parser = OutputStreamParser(tag, call_id=ids)
+    for a, b in zip([0, *cuts], [*cuts, len(text)]):
+        parser.feed(text[a:b])
+    parser.finish()
+    assert parser.result() == out

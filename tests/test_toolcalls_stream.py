@@ -58,3 +58,16 @@ def test_parallel_off_and_forced():
     forced = structural_tag_for("qwen_3", TOOLS, {"type": "function", "function": {"name": "search"}}, reasoning="disabled")
     assert [c.name for c in parse_output(forced, one).tool_calls] == ["search"]
     assert not parse_output(forced, "text" + one).well_formed
+
+
+def test_minimax_m3_empty_array_and_object_arguments():
+    # An array or object with no elements is written as an empty element; it
+    # was read back as the string "".
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object", "properties": {
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "opts": {"type": "object", "properties": {"a": {"type": "integer"}}},
+    }, "required": ["tags", "opts"]}}}]
+    m3 = "]<]minimax[>["
+    text = f'r</mm:think>{m3}<tool_call>\n{m3}<invoke name="f">{m3}<tags>{m3}</tags>{m3}<opts>{m3}</opts>{m3}</invoke>\n{m3}</tool_call>'
+    out = parse_output("minimax_m3", text, tools=tools, reasoning="enabled")
+    assert out.well_formed and out.tool_calls[0].arguments == '{"tags": [], "opts": {}}'

@@ -33,7 +33,7 @@ from .formats import (
     triggered_tags,
 )
 from .registry import Style, register_style
-from .tools import ANY_ARGUMENTS, FunctionTool, ReasoningMode, ToolRequest
+from .tools import FunctionTool, ReasoningMode, ToolRequest
 
 THINK = ("<think>", "</think>")
 
@@ -82,6 +82,14 @@ def reasoning_prefix(th: Optional[Thinking], mode: ReasoningMode, excludes: list
     return optional(one_of(*alternatives))
 
 
+def _free_form(schema: Any) -> bool:
+    """An object schema that declares no property and does not close
+    itself: any keys are allowed."""
+    if not isinstance(schema, dict):
+        return schema is True
+    return not schema.get("properties") and not schema.get("patternProperties") and schema.get("additionalProperties", True) is not False
+
+
 def with_reasoning(prefix: Optional[Format], body: Format) -> Format:
     return sequence(prefix, body) if prefix is not None else body
 
@@ -104,10 +112,13 @@ class Family(Style):
 
     def arguments(self, fn: FunctionTool) -> Format:
         schema = fn.schema
-        if self.args_style in ("minimax_m3_xml", "cohere_xml") and schema == ANY_ARGUMENTS:
+        if self.args_style in ("minimax_m3_xml", "cohere_xml") and _free_form(schema):
             # These styles cannot write free-form keys: fall back to the
-            # declared parameters, or to no arguments at all.
-            schema = fn.parameters or {"type": "object", "properties": {}, "additionalProperties": False}
+            # declared parameters, or to no arguments at all (a tool without
+            # parameters, `{"type": "object"}` or `{"type": "object",
+            # "properties": {}}`, takes none).
+            declared = fn.parameters if fn.parameters and not _free_form(fn.parameters) else None
+            schema = declared or {"type": "object", "properties": {}, "additionalProperties": False}
         return json_schema(schema, self.args_style)
 
     def calls(self, request: ToolRequest, roles: Roles) -> list[Format]:
@@ -241,7 +252,11 @@ BUILTIN_FAMILIES: list[Family] = [
     TriggeredStyle(
         name="qwen_3_5",
         models="Qwen3.5, Qwen3.6, Qwen3-Coder, Qwen3-Coder-Next",
-        call=_fmt("<tool_call>\n<function={name}>\n", "\n</function>\n</tool_call>"),
+        # The template writes "\n</parameter>\n" after each parameter and then
+        # "</function>": the newline before "</function>" is the parameters'
+        # trailing whitespace, so a call without arguments
+        # ("<function=NAME>\n</function>") is accepted too.
+        call=_fmt("<tool_call>\n<function={name}>\n", "</function>\n</tool_call>"),
         args_style="qwen_xml",
         thinking=Thinking(suffix="\n\n"),
         trigger="<tool_call>\n<function=",

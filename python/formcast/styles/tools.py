@@ -7,6 +7,8 @@ request spells it, e.g. ``tools[2].function.parameters``.
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
@@ -106,15 +108,39 @@ def _parse_tool(i: int, raw: Any) -> FunctionTool:
         err = e.errors()[0]
         raise StyleError(f"{_field_path(where, err['loc'])}: {err['msg']}") from None
     if fn.parameters is not None:
-        try:
-            jsonschema.validators.validator_for(fn.parameters).check_schema(fn.parameters)
-        except jsonschema.SchemaError as e:
-            at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
-            raise StyleError(f"{where}.parameters{at}: not a valid JSON Schema: {e.message}") from None
+        problem = _schema_problem(fn.parameters)
+        if problem is not None:
+            raise StyleError(f"{where}.parameters{problem[0]}: not a valid JSON Schema: {problem[1]}")
         if fn.parameters.get("type", "object") != "object":
             raise StyleError(f"{where}.parameters must describe an object (its properties are the arguments)")
     enforced = fn.parameters is not None and fn.strict is not False
     return FunctionTool(name=fn.name, schema=fn.parameters if enforced else dict(ANY_ARGUMENTS), parameters=fn.parameters)
+
+
+def _check_schema(schema: Any) -> Optional[tuple[str, str]]:
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as e:
+        at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
+        return at, e.message
+    return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _check_schema_text(text: str) -> Optional[tuple[str, str]]:
+    return _check_schema(json.loads(text))
+
+
+def _schema_problem(schema: Any) -> Optional[tuple[str, str]]:
+    """Where and why ``schema`` is not a valid JSON Schema, or None.
+
+    Checking a schema against its metaschema takes ~10 ms; a server sees the
+    same tools on every request, so results are cached by the schema's text."""
+    try:
+        text = json.dumps(schema, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):
+        return _check_schema(schema)
+    return _check_schema_text(text)
 
 
 def _choice_name(where: str, raw: Any) -> str:

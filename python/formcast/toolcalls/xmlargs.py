@@ -201,6 +201,11 @@ def _is_array(schema: Any, root: Any) -> bool:
     return isinstance(schema, dict) and (schema.get("type") == "array" or "items" in schema or "prefixItems" in schema)
 
 
+def _is_object(schema: Any, root: Any) -> bool:
+    schema = _resolve(schema, root)
+    return isinstance(schema, dict) and (schema.get("type") == "object" or "properties" in schema)
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
@@ -272,7 +277,9 @@ def _typed(style: XmlStyle, kind: Optional[str], raw: str, schema: Any, root: An
     if style.name == "minimax_m3_xml":
         if only_strings(schema, root):
             return raw
-        if raw.strip(_WS).startswith(M3):
+        inner = raw.strip(_WS)
+        # Nested elements, or none at all: an empty array or object.
+        if inner.startswith(M3) or (not inner and (_is_array(schema, root) or _is_object(schema, root))):
             if _is_array(schema, root):
                 return _m3_items(raw, schema, root)
             return to_object(style, raw, schema, root)
