@@ -904,12 +904,34 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     }
     let (dfas, live_rule) = trim(dfas, n_rules);
     if !live_rule[grammar.root as usize] {
+        // The validator cannot see inside Avoiding: name the rules whose
+        // texts all contain an excluded string, the usual cause.
+        let avoided: Vec<String> = grammar
+            .rules
+            .iter()
+            .zip(&live_rule)
+            .filter(|(r, live)| !**live && has_avoiding(&r.body))
+            .take(3)
+            .map(|(r, _)| format!("'{}'", r.name))
+            .collect();
+        let why = if avoided.is_empty() { String::new() } else { format!(" (every text of {} contains an excluded string)", avoided.join(", ")) };
         return Err(EngineError::Grammar(format!(
-            "the grammar's language is empty: rule '{}' can never finish",
+            "the grammar's language is empty: rule '{}' can never finish{why}",
             grammar.rules[grammar.root as usize].name
         )));
     }
     Ok(assemble(grammar, dfas, except_sets))
+}
+
+fn has_avoiding(e: &Expr) -> bool {
+    match e {
+        Expr::Avoiding { .. } => true,
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().any(has_avoiding),
+        Expr::Repeat { expr, .. } => has_avoiding(expr),
+        Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
+        Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
+        _ => false,
+    }
 }
 
 fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
