@@ -163,3 +163,19 @@ impl Default for SchemaOptions {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::exclude_problem;
+
+    #[test]
+    fn excludes_must_be_confined_to_strings() {
+        for ok in ["</tool_call>", "bad", "<", "\\n", "é"] {
+            assert_eq!(exclude_problem(ok), None, "{ok}");
+        }
+        assert!(exclude_problem("a\"").unwrap().contains("quotes"));
+        for outside in ["\n\n", "null", "-1.5e+3", "],", "tea"] {
+            assert!(exclude_problem(outside).unwrap().contains("outside JSON strings"), "{outside}");
+        }
+    }
+}
