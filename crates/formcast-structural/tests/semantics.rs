@@ -282,6 +282,8 @@ fn any_text_max_tokens_counts_tokens_through_the_mask() {
     m.rollback(1).unwrap();
     assert!(m.accept_token(b'z' as u32).unwrap());
     assert!(m.accept_bytes(b"</a>").unwrap() && m.can_end());
+    let g = c(r#"{"type": "tag", "begin": "<a>", "content": {"type": "any_text", "max_tokens": 0}, "end": "</a>"}"#);
+    assert!(accepts(&g, "<a></a>") && !accepts(&g, "<a>x</a>"));
     // With max_chars as well, whichever runs out first.
     let g = c(r#"{"type": "any_text", "max_tokens": 3, "max_chars": 2}"#);
     assert!(accepts(&g, "ab") && !accepts(&g, "abc"));
