@@ -76,7 +76,19 @@ class ConstStringFormat(_Model):
 
 class JSONSchemaFormat(_Model):
     """A value matching ``json_schema``, as JSON or in an XML parameter
-    ``style``; ``excludes`` are refused by this engine for now."""
+    ``style``.
+
+    ``excludes``: strings the value's text must not contain. They are
+    removed from the emitted text of every string (property names and
+    values at any depth, ``const``/``enum``/``pattern``/``format`` strings
+    included; in XML styles, parameter names and raw string values), so an
+    escaped form such as ``"\\u003c"`` does not match ``"<"``. An exclude
+    must contain no ``"`` and at least one character that JSON outside
+    strings never holds (not only whitespace, punctuation, digits or letters
+    of ``true``/``false``/``null``): then the whole JSON text is free of it,
+    and anything else is refused. XML styles: excludes must not start or end
+    with formatting whitespace; ``cohere_xml`` and ``minimax_m3_xml`` do not
+    support them."""
 
     type: Literal["json_schema"] = "json_schema"
     json_schema: Union[dict[str, Any], bool]
@@ -109,7 +121,14 @@ class RegexFormat(_Model):
 
 class AnyTextFormat(_Model):
     """Free text containing none of ``excludes`` (nor the end of the
-    enclosing tag), at most ``max_chars`` code points."""
+    enclosing tag), at most ``max_chars`` code points and ``max_tokens``
+    tokens.
+
+    A token counts once if it starts a character of the text (the second
+    half of a character split across tokens is free). The budget is enforced
+    through the token mask — once spent, only leaving the text is allowed —
+    and ``accept_token`` rejects an over-budget token; a string given to
+    ``accept_string`` counts as one token. Rollback restores the count."""
 
     type: Literal["any_text"] = "any_text"
     excludes: list[Annotated[str, Field(min_length=1)]] = []

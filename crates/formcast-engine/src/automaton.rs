@@ -15,7 +15,7 @@
 
 use std::collections::hash_map::Entry;
 
-use formcast_grammar::{Expr, Grammar, RuleId, TokenId};
+use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
 
@@ -52,6 +52,8 @@ pub mod flags {
     pub const SCANS: u8 = 4;
     /// Has token-level edges.
     pub const TOKENS: u8 = 8;
+    /// Moves at token boundaries (see [`super::Automaton::tick`]).
+    pub const TICKS: u8 = 16;
 }
 
 /// The compiled automaton of a whole grammar.
@@ -81,6 +83,11 @@ pub struct Automaton {
     pub nullable: Vec<bool>,
     /// Bytes with a live transition, per state (256-bit set).
     pub byte_set: Vec<[u64; 4]>,
+    /// Per state flagged [`flags::TICKS`]: the state an item moves to once
+    /// the token (or string) being accepted is complete ([`DEAD`]: the item
+    /// is dropped). Token budgets of free text count this way; every other
+    /// state stays where it is.
+    pub tick: Vec<StateId>,
     pub rule_names: Vec<String>,
     pub root: RuleId,
 }
@@ -112,7 +119,7 @@ impl Automaton {
     /// Approximate heap size in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.trans.len() * 4
-            + self.flags.len() * (1 + 12 + 32)
+            + self.flags.len() * (1 + 12 + 32 + 4)
             + self.calls.len() * 8
             + self.tok_edges.len() * 8
             + self.exc_edges.len() * 8
@@ -129,6 +136,24 @@ struct NState {
     calls: Vec<(RuleId, u32)>,
     tokens: Vec<(TokenId, u32)>,
     excepts: Vec<(u32, u32)>,
+    /// Where the state moves at a token boundary (None: it stays).
+    tick: Option<u32>,
+}
+
+/// A rule being expanded in place inside [`Expr::Avoiding`].
+struct Frame {
+    rule: RuleId,
+    entry: u32,
+    out: u32,
+    /// Called in tail position of the frame below (its end is that frame's end).
+    tail: bool,
+}
+
+/// Budgets of a bounded free text.
+#[derive(Clone, Copy, Default)]
+struct TextBudget {
+    max_chars: Option<u32>,
+    max_tokens: Option<u32>,
 }
 
 struct NfaBuilder<'a> {
@@ -137,9 +162,12 @@ struct NfaBuilder<'a> {
     except_index: &'a mut FxHashMap<Vec<TokenId>, u32>,
     budget: &'a Budget,
     max_states: usize,
-    /// Shared byte-trie cache for UTF-8 sequences, keyed by the range list:
-    /// avoids rebuilding big Unicode classes for every occurrence.
+    /// NFA states of the rules built before this one (for the limit).
     total_before: usize,
+    rules: &'a [Rule],
+    /// Inside [`Expr::Avoiding`]: rule references are expanded in place
+    /// (the excludes must be tracked through them); the rules being expanded.
+    inline: Option<Vec<Frame>>,
 }
 
 impl<'a> NfaBuilder<'a> {
@@ -184,7 +212,13 @@ impl<'a> NfaBuilder<'a> {
                 }
             }
             Expr::Chars(ranges) => self.build_chars(ranges, from, to)?,
-            Expr::Rule(r) => self.states[from as usize].calls.push((*r, to)),
+            Expr::Rule(r) => {
+                if self.inline.is_some() {
+                    self.inline_rule(*r, from, to, depth)?;
+                } else {
+                    self.states[from as usize].calls.push((*r, to));
+                }
+            }
             Expr::Seq(items) => {
                 if items.is_empty() {
                     self.states[from as usize].eps.push(to);
@@ -244,15 +278,17 @@ impl<'a> NfaBuilder<'a> {
                 self.states[from as usize].excepts.push((idx, to));
             }
             Expr::TextExcluding(patterns) => self.build_text_excluding(patterns, from, to)?,
-            Expr::BoundedText { excludes, max_chars } => {
+            Expr::BoundedText { excludes, max_chars, max_tokens } => {
                 let ac = AhoCorasick::new(excludes, &[]);
-                self.build_text(&ac, &[], false, Some(*max_chars), from, to, depth)?
+                let budget = TextBudget { max_chars: *max_chars, max_tokens: *max_tokens };
+                self.build_text(&ac, &[], false, budget, from, to, depth)?
             }
             Expr::TextDispatch { cases, excludes, repeat } => {
                 let triggers: Vec<Vec<u8>> = cases.iter().map(|(t, _)| t.clone()).collect();
                 let ac = AhoCorasick::new(excludes, &triggers);
-                self.build_text(&ac, cases, *repeat, None, from, to, depth)?
+                self.build_text(&ac, cases, *repeat, TextBudget::default(), from, to, depth)?
             }
+            Expr::Avoiding { expr, excludes } => self.build_avoiding(expr, excludes, from, to, depth)?,
             Expr::TokenDispatch { cases, excludes, repeat } => {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
                 self.build(&lowered, from, to, depth + 1)?;
@@ -266,28 +302,145 @@ impl<'a> NfaBuilder<'a> {
     /// end) with a UTF-8 decoder (accepting only between characters).
     fn build_text_excluding(&mut self, patterns: &[Vec<u8>], from: u32, to: u32) -> Result<(), EngineError> {
         let ac = AhoCorasick::new(patterns, &[]);
-        self.build_text(&ac, &[], false, None, from, to, 0)
+        self.build_text(&ac, &[], false, TextBudget::default(), from, to, 0)
     }
 
-    /// Free text scanned by `ac` (product with the UTF-8 decoder and, with
-    /// `max_chars`, a code-point counter). A completed exclude is a dead end;
-    /// a completed trigger `i` enters the body of `cases[i]`, after which the
-    /// text starts over (`repeat`) or the expression ends.
+    /// `rule` expanded in place between `from` and `to` (inside
+    /// [`Expr::Avoiding`]). A recursive reference is exact only as a tail
+    /// call — every call since the rule's own frame is the last thing its
+    /// caller does — and then it is a jump back to the rule's entry; any
+    /// other recursion is not regular and is refused.
+    fn inline_rule(&mut self, rule: RuleId, from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+        let rules = self.rules;
+        let name = |r: RuleId| rules.get(r as usize).map_or("?", |x| x.name.as_str()).to_string();
+        let stack = self.inline.as_ref().expect("inline mode");
+        if let Some(i) = stack.iter().position(|f| f.rule == rule) {
+            let tail = stack.last().is_some_and(|f| f.out == to) && stack[i + 1..].iter().all(|f| f.tail);
+            if !tail {
+                return Err(EngineError::Grammar(format!(
+                    "rule '{}' is recursive (not only through tail calls) inside text that must avoid excluded strings",
+                    name(rule)
+                )));
+            }
+            let entry = stack[i].entry;
+            self.states[from as usize].eps.push(entry);
+            return Ok(());
+        }
+        let Some(body) = rules.get(rule as usize).map(|r| &r.body) else {
+            return Err(EngineError::Grammar(format!("reference to undefined rule id {rule}")));
+        };
+        let tail = stack.last().is_some_and(|f| f.out == to);
+        let entry = self.new_state()?;
+        let out = self.new_state()?;
+        self.states[from as usize].eps.push(entry);
+        self.inline.as_mut().expect("inline mode").push(Frame { rule, entry, out, tail });
+        self.build(body, entry, out, depth + 1)?;
+        self.inline.as_mut().expect("inline mode").pop();
+        self.states[out as usize].eps.push(to);
+        Ok(())
+    }
+
+    /// The texts of `expr` avoiding `excludes`: `expr` is built on its own
+    /// (rules expanded), then its product with an Aho–Corasick automaton
+    /// over the excludes is added between `from` and `to`, a completed
+    /// exclude being a dead end. Only the reachable pairs are built.
+    fn build_avoiding(&mut self, expr: &Expr, excludes: &[Vec<u8>], from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+        let mut sub = NfaBuilder {
+            states: Vec::new(),
+            except_sets: &mut *self.except_sets,
+            except_index: &mut *self.except_index,
+            budget: self.budget,
+            max_states: self.max_states,
+            total_before: self.total_before + self.states.len(),
+            rules: self.rules,
+            inline: Some(Vec::new()),
+        };
+        let s0 = sub.new_state()?;
+        let s1 = sub.new_state()?;
+        sub.build(expr, s0, s1, depth + 1)?;
+        let nfa = sub.states;
+        if nfa.iter().any(|n| !n.tokens.is_empty() || !n.excepts.is_empty()) {
+            return Err(EngineError::Grammar("token-level elements cannot be inside text that must avoid excluded strings".into()));
+        }
+        let ac = AhoCorasick::new(excludes, &[]);
+        let mut ids: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+        let mut queue = Vec::new();
+        let start = self.new_state()?;
+        self.states[from as usize].eps.push(start);
+        ids.insert((s0, 0), start);
+        queue.push((s0, 0u32));
+        let mut target = |me: &mut Self, key: (u32, u32), queue: &mut Vec<(u32, u32)>| -> Result<u32, EngineError> {
+            if let Some(&t) = ids.get(&key) {
+                return Ok(t);
+            }
+            let t = me.new_state()?;
+            ids.insert(key, t);
+            queue.push(key);
+            Ok(t)
+        };
+        while let Some((s, q)) = queue.pop() {
+            let me = target(self, (s, q), &mut queue)?;
+            let n = &nfa[s as usize];
+            if s == s1 {
+                self.states[me as usize].eps.push(to);
+            }
+            for &t in &n.eps {
+                let tgt = target(self, (t, q), &mut queue)?;
+                self.states[me as usize].eps.push(tgt);
+            }
+            if let Some(t) = n.tick {
+                self.states[me as usize].tick = Some(target(self, (t, q), &mut queue)?);
+            }
+            for &(lo, hi, t) in &n.bytes {
+                // Split the range wherever the exclude automaton moves differently.
+                let mut b = lo as u16;
+                while b <= hi as u16 {
+                    let next = ac.next(q, b as u8);
+                    let mut e = b;
+                    while e < hi as u16 && ac.next(q, (e + 1) as u8) == next {
+                        e += 1;
+                    }
+                    if next != AhoCorasick::DEAD {
+                        let tgt = target(self, (t, next), &mut queue)?;
+                        self.states[me as usize].bytes.push((b as u8, e as u8, tgt));
+                    }
+                    b = e + 1;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Free text scanned by `ac` (product with the UTF-8 decoder and, under
+    /// budgets, a code-point counter and a token counter). A completed
+    /// exclude is a dead end; a completed trigger `i` enters the body of
+    /// `cases[i]`, after which the text starts over (`repeat`) or the
+    /// expression ends.
+    ///
+    /// The token counter: a token pays (once) when it starts a character of
+    /// the text, which moves the state to its "paid" twin; the token
+    /// boundary ([`NState::tick`]) moves it back. With the budget spent, only
+    /// the bytes finishing a character split across tokens remain (so the
+    /// tick never strands an item) and the text may only end.
     #[allow(clippy::too_many_arguments)]
     fn build_text(
         &mut self,
         ac: &AhoCorasick,
         cases: &[(Vec<u8>, Expr)],
         repeat: bool,
-        max_chars: Option<u32>,
+        budget: TextBudget,
         from: u32,
         to: u32,
         depth: usize,
     ) -> Result<(), EngineError> {
-        let mut ids: FxHashMap<(u32, u8, u32), u32> = FxHashMap::default();
+        let TextBudget { max_chars, max_tokens } = budget;
+        // (pattern node, UTF-8 state, characters, tokens, paid)
+        type Key = (u32, u8, u32, u32, bool);
+        let mut ids: FxHashMap<Key, u32> = FxHashMap::default();
         let start = self.new_state()?;
         self.states[from as usize].eps.push(start);
-        ids.insert((0, UTF8_START, 0), start);
+        let start_key: Key = (0, UTF8_START, 0, 0, false);
+        ids.insert(start_key, start);
         // Each body is built once; every completion of its trigger jumps to it.
         let mut body_in = Vec::with_capacity(cases.len());
         for (_, body) in cases {
@@ -297,11 +450,25 @@ impl<'a> NfaBuilder<'a> {
             self.states[b_out as usize].eps.push(if repeat { start } else { to });
             body_in.push(b_in);
         }
-        let mut queue = vec![(0u32, UTF8_START, 0u32)];
-        while let Some((node, u, count)) = queue.pop() {
-            let me = ids[&(node, u, count)];
+        let mut queue = vec![start_key];
+        while let Some(key) = queue.pop() {
+            let (node, u, count, toks, paid) = key;
+            let me = ids[&key];
             if u == UTF8_START {
                 self.states[me as usize].eps.push(to);
+            }
+            if paid {
+                let k = (node, u, count, toks, false);
+                let t = match ids.get(&k) {
+                    Some(&t) => t,
+                    None => {
+                        let t = self.new_state()?;
+                        ids.insert(k, t);
+                        queue.push(k);
+                        t
+                    }
+                };
+                self.states[me as usize].tick = Some(t);
             }
             for &(lo, hi, u2) in utf8_transitions(u) {
                 // Characters are only counted under a bound (else one state per length).
@@ -309,6 +476,15 @@ impl<'a> NfaBuilder<'a> {
                 if max_chars.is_some_and(|m| count2 > m) {
                     continue;
                 }
+                let (toks2, paid2) = match max_tokens {
+                    Some(m) if u == UTF8_START && !paid => {
+                        if toks >= m {
+                            continue;
+                        }
+                        (toks + 1, true)
+                    }
+                    _ => (toks, paid),
+                };
                 // Split the byte range wherever the pattern automaton moves differently.
                 let mut b = lo as u16;
                 while b <= hi as u16 {
@@ -321,12 +497,13 @@ impl<'a> NfaBuilder<'a> {
                         let tgt = if let Some(case) = ac.case_at(next) {
                             body_in[case as usize]
                         } else {
-                            match ids.get(&(next, u2, count2)) {
+                            let k = (next, u2, count2, toks2, paid2);
+                            match ids.get(&k) {
                                 Some(&t) => t,
                                 None => {
                                     let t = self.new_state()?;
-                                    ids.insert((next, u2, count2), t);
-                                    queue.push((next, u2, count2));
+                                    ids.insert(k, t);
+                                    queue.push(k);
                                     t
                                 }
                             }
@@ -529,6 +706,8 @@ struct RuleDfa {
     calls: Vec<Vec<(RuleId, u32)>>,
     tokens: Vec<Vec<(TokenId, u32)>>,
     excepts: Vec<Vec<(u32, u32)>>,
+    /// Token-boundary move ([`DEAD`] after trimming: the item is dropped).
+    ticks: Vec<Option<u32>>,
     accepting: Vec<bool>,
 }
 
@@ -551,7 +730,7 @@ fn eps_closure(nfa: &[NState], accept: u32, set: &mut Vec<u32>, mark: &mut [u32]
     }
     set.retain(|&s| {
         let n = &nfa[s as usize];
-        s == accept || !n.bytes.is_empty() || !n.calls.is_empty() || !n.tokens.is_empty() || !n.excepts.is_empty()
+        s == accept || !n.bytes.is_empty() || !n.calls.is_empty() || !n.tokens.is_empty() || !n.excepts.is_empty() || n.tick.is_some()
     });
     set.sort_unstable();
 }
@@ -572,7 +751,7 @@ fn determinize(
     eps_closure(nfa, accept, &mut init, &mut mark, stamp);
     index.insert(init.clone(), 0);
     sets.push(init);
-    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], accepting: vec![] };
+    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![] };
     let mut i = 0;
     while i < sets.len() {
         if i % 64 == 0 {
@@ -654,6 +833,17 @@ fn determinize(
         let calls = group(&|n: &NState| n.calls.clone(), &mut sets, &mut index, &mut stamp);
         let tokens = group(&|n: &NState| n.tokens.clone(), &mut sets, &mut index, &mut stamp);
         let excepts = group(&|n: &NState| n.excepts.clone(), &mut sets, &mut index, &mut stamp);
+        // At a token boundary every NFA state of the set moves on its own
+        // (states without a tick stay), which makes another set.
+        let tick = if set.iter().any(|&s| nfa[s as usize].tick.is_some()) {
+            let mut tgt: Vec<u32> = set.iter().map(|&s| nfa[s as usize].tick.unwrap_or(s)).collect();
+            tgt.sort_unstable();
+            tgt.dedup();
+            Some(intern(tgt, &mut sets, &mut index, &mut stamp)).filter(|&t| t as usize != i)
+        } else {
+            None
+        };
+        dfa.ticks.push(tick);
         dfa.accepting.push(set.binary_search(&accept).is_ok());
         dfa.byte_trans.push(byte_trans);
         dfa.calls.push(calls);
@@ -688,6 +878,8 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             budget,
             max_states: limits.max_nfa_states,
             total_before: total_nfa,
+            rules: &grammar.rules,
+            inline: None,
         };
         let cached = rule_cache::lookup(&rule.body);
         if let Some(dfa) = cached.dfa {
@@ -712,12 +904,34 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     }
     let (dfas, live_rule) = trim(dfas, n_rules);
     if !live_rule[grammar.root as usize] {
+        // The validator cannot see inside Avoiding: name the rules whose
+        // texts all contain an excluded string, the usual cause.
+        let avoided: Vec<String> = grammar
+            .rules
+            .iter()
+            .zip(&live_rule)
+            .filter(|(r, live)| !**live && has_avoiding(&r.body))
+            .take(3)
+            .map(|(r, _)| format!("'{}'", r.name))
+            .collect();
+        let why = if avoided.is_empty() { String::new() } else { format!(" (every text of {} contains an excluded string)", avoided.join(", ")) };
         return Err(EngineError::Grammar(format!(
-            "the grammar's language is empty: rule '{}' can never finish",
+            "the grammar's language is empty: rule '{}' can never finish{why}",
             grammar.rules[grammar.root as usize].name
         )));
     }
     Ok(assemble(grammar, dfas, except_sets))
+}
+
+fn has_avoiding(e: &Expr) -> bool {
+    match e {
+        Expr::Avoiding { .. } => true,
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().any(has_avoiding),
+        Expr::Repeat { expr, .. } => has_avoiding(expr),
+        Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
+        Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
+        _ => false,
+    }
 }
 
 fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
@@ -729,6 +943,7 @@ fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
         Expr::Repeat { expr, .. } => check_refs(expr, n_rules, rule),
         Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
         Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
+        Expr::Avoiding { expr, .. } => check_refs(expr, n_rules, rule),
         _ => Ok(()),
     }
 }
@@ -797,6 +1012,15 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
         };
         keep(&mut d.tokens);
         keep(&mut d.excepts);
+        // A tick target is live whenever its source is (the budgeted text
+        // construction guarantees it); a dead one would drop the item.
+        let ticks = std::mem::take(&mut d.ticks);
+        d.ticks = ticks
+            .into_iter()
+            .enumerate()
+            .filter(|(s, _)| l[*s])
+            .map(|(_, t)| t.map(|t| if l[t as usize] { remap[t as usize] } else { DEAD }))
+            .collect();
         let calls = std::mem::take(&mut d.calls);
         d.calls = calls
             .into_iter()
@@ -825,6 +1049,7 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
             d.calls.push(vec![]);
             d.tokens.push(vec![]);
             d.excepts.push(vec![]);
+            d.ticks.push(None);
         }
     }
     (dfas, productive_rule)
@@ -877,6 +1102,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>
         rule_start: rule_start.clone(),
         nullable: vec![false; dfas.len()],
         byte_set: vec![[0; 4]; n],
+        tick: vec![DEAD; n],
         rule_names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
         root: grammar.root,
     };
@@ -909,6 +1135,10 @@ fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>
             for &(set, t) in &d.excepts[s] {
                 a.exc_edges.push((set, base + t));
                 f |= flags::SCANS | flags::TOKENS;
+            }
+            if let Some(t) = d.ticks[s] {
+                a.tick[g] = if t == DEAD { DEAD } else { base + t };
+                f |= flags::TICKS;
             }
             a.flags[g] = f;
         }
@@ -1002,6 +1232,20 @@ mod rule_cache {
             Expr::Repeat { expr, .. } => byte_level(expr),
             Expr::TextDispatch { cases, .. } => cases.iter().all(|(_, e)| byte_level(e)),
             Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Chars(_) | Expr::ByteSet(_) | Expr::Rule(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
+            // Its automaton expands the rules it references: the ids alone
+            // do not determine it.
+            Expr::Avoiding { expr, .. } => byte_level(expr) && !refers(expr),
+        }
+    }
+
+    fn refers(e: &Expr) -> bool {
+        match e {
+            Expr::Rule(_) => true,
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().any(refers),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => refers(expr),
+            Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| refers(e)),
+            Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, e)| refers(e)),
+            _ => false,
         }
     }
 

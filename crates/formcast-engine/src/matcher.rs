@@ -7,7 +7,7 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::mask::{MaskWalker, StoredMask};
-use crate::parser::{canonicalize, closure, Arena, ArenaMark, Item, ItemSet, Scratch};
+use crate::parser::{canonicalize, closure, cross_token_boundary, Arena, ArenaMark, Item, ItemSet, Scratch};
 
 #[derive(Debug, Clone)]
 struct Step {
@@ -138,13 +138,16 @@ impl Matcher {
             self.arena.truncate(mark);
             return Ok(false);
         }
+        cross_token_boundary(&self.g.automaton, &mut items);
         let key = canonicalize(&self.arena, &mut items, can_end);
         self.push(ItemSet { items, can_end, key }, mark, false);
         Ok(true)
     }
 
     /// Accepts a string (no token alignment; token-level elements cannot
-    /// match). Returns false (state unchanged) when not allowed.
+    /// match). Returns false (state unchanged) when not allowed. For token
+    /// budgets the string counts as one token (never fewer tokens than the
+    /// model could have used).
     pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<bool, EngineError> {
         if self.cur().terminated {
             return Ok(false);
@@ -153,6 +156,7 @@ impl Matcher {
         let cur = self.cur().set.clone();
         match cur.advance_bytes(&self.g.automaton, &mut self.arena, &mut self.sc, bytes)? {
             Some((mut items, can_end)) => {
+                cross_token_boundary(&self.g.automaton, &mut items);
                 let key = canonicalize(&self.arena, &mut items, can_end);
                 self.push(ItemSet { items, can_end, key }, mark, false);
                 Ok(true)

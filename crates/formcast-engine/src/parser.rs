@@ -257,6 +257,22 @@ pub fn scan_byte(a: &Automaton, items: &[Item], b: u8, seeds: &mut Vec<Item>) {
     }
 }
 
+/// Moves `items` across a token boundary: items in states flagged
+/// [`flags::TICKS`] (token-budgeted text that the token just paid for) take
+/// their tick; the others stay. Call after every accepted token or string.
+pub fn cross_token_boundary(a: &Automaton, items: &mut Vec<Item>) {
+    if items.iter().all(|it| a.flags[it.state as usize] & flags::TICKS == 0) {
+        return;
+    }
+    items.retain_mut(|it| {
+        if a.flags[it.state as usize] & flags::TICKS == 0 {
+            return true;
+        }
+        it.state = a.tick[it.state as usize];
+        it.state != DEAD
+    });
+}
+
 /// Item sets tracked at a token boundary.
 #[derive(Debug, Clone)]
 pub struct ItemSet {

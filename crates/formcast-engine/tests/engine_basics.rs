@@ -207,7 +207,7 @@ fn text_dispatch_commits_on_triggers_and_stops_on_excludes() {
 #[test]
 fn bounded_text_counts_code_points() {
     let v = vocab(&["<eos>", "a", "é"], &[0], &[0]);
-    let g = rules(vec![("root", Expr::BoundedText { excludes: vec![b"b".to_vec()], max_chars: 2 })]);
+    let g = rules(vec![("root", Expr::BoundedText { excludes: vec![b"b".to_vec()], max_chars: Some(2), max_tokens: None })]);
     let cg = compile(&g, &v);
     let ok = |s: &str| {
         let mut m = Matcher::new(cg.clone(), false, None).unwrap();
@@ -215,4 +215,123 @@ fn bounded_text_counts_code_points() {
     };
     assert!(ok("") && ok("éé") && ok("aé"));
     assert!(!ok("aaa") && !ok("b"));
+}
+
+#[test]
+fn bounded_text_token_budget_through_the_mask() {
+    // root ::= "<t>" BoundedText(excludes ["</t>"], max_tokens 2) "</t>"
+    let toks = ["<eos>", "<t>", "</t>", "ab", "c", "a</t>", "<t>x", "\u{e9}", "?", "?", "</", "t>"];
+    let mut v = Vocab {
+        tokens: toks.iter().map(|t| t.as_bytes().to_vec()).collect(),
+        special: vec![0],
+        stop: vec![0],
+        logits_size: toks.len(),
+        kind: VocabKind::Raw,
+    };
+    // Split UTF-8 halves of "é" (not valid strings on their own).
+    v.tokens[8] = vec![0xC3];
+    v.tokens[9] = vec![0xA9];
+    let v = Arc::new(VocabIndex::new(&v).unwrap());
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![
+            Expr::literal("<t>"),
+            Expr::BoundedText { excludes: vec![b"</t>".to_vec()], max_chars: None, max_tokens: Some(2) },
+            Expr::literal("</t>"),
+        ]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg.clone(), false, Some(16)).unwrap();
+    assert!(m.accept_token(1).unwrap()); // "<t>": no text yet, nothing paid
+    assert!(allowed(&mut m).contains(&3));
+    assert!(m.accept_token(3).unwrap()); // "ab": 1
+    assert!(m.accept_token(4).unwrap()); // "c": 2, spent
+    // Only leaving the text is allowed now: "</t>" whole or started.
+    assert_eq!(allowed(&mut m), vec![2, 10]);
+    assert!(!m.accept_token(4).unwrap());
+    assert!(!m.accept_token(5).unwrap());
+    // Rollback gives the budget back.
+    m.rollback(1).unwrap();
+    assert!(allowed(&mut m).contains(&4));
+    assert!(m.accept_token(5).unwrap()); // "a</t>": the last paid token also leaves
+    assert!(m.can_end());
+
+    // The opening token carries text: it pays.
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_token(6).unwrap()); // "<t>x": 1
+    assert!(m.accept_token(3).unwrap()); // 2
+    assert_eq!(allowed(&mut m), vec![2, 10]);
+
+    // A character split across tokens: its second half is free, so a spent
+    // budget can still finish it (and then must leave).
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_token(1).unwrap());
+    assert!(m.accept_token(3).unwrap()); // 1
+    assert!(m.accept_token(8).unwrap()); // starts "é": 2
+    assert_eq!(allowed(&mut m), vec![9]);
+    assert!(m.accept_token(9).unwrap());
+    assert_eq!(allowed(&mut m), vec![2, 10]);
+
+    // A string counts as one token.
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_bytes(b"<t>abcabc").unwrap()); // 1
+    assert!(m.accept_token(4).unwrap()); // 2
+    assert!(!m.accept_bytes(b"c").unwrap());
+    assert!(m.accept_bytes(b"</t>").unwrap() && m.can_end());
+}
+
+#[test]
+fn bounded_text_jump_forward_after_the_budget() {
+    let v = vocab(&["<eos>", "a", "</t>"], &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![
+            Expr::BoundedText { excludes: vec![b"</t>".to_vec()], max_chars: None, max_tokens: Some(1) },
+            Expr::literal("</t>"),
+        ]),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(m.find_jump_forward_bytes().unwrap(), b"");
+    assert!(m.accept_token(1).unwrap());
+    assert_eq!(m.find_jump_forward_bytes().unwrap(), b"</t>");
+}
+
+#[test]
+fn avoiding_removes_texts_with_excludes_through_rules() {
+    // root ::= "[" Avoiding(item ("," item)*, ["bad"]) "]"; item ::= [a-z]+ | "x" item
+    let item = Expr::Alt(vec![
+        Expr::plus(Expr::Chars(vec![(b'a' as u32, b'z' as u32)])),
+        Expr::Seq(vec![Expr::literal("x"), Expr::Rule(1)]),
+    ]);
+    let list = Expr::Seq(vec![Expr::Rule(1), Expr::star(Expr::Seq(vec![Expr::literal(","), Expr::Rule(1)]))]);
+    let g = rules(vec![
+        ("root", Expr::Seq(vec![Expr::literal("["), Expr::Avoiding { expr: Box::new(list), excludes: vec![b"bad".to_vec(), b"a,b".to_vec()] }, Expr::literal("]")])),
+        ("item", item),
+    ]);
+    let v = vocab(&["<eos>", "b", "ad", "a", ",", "[", "]"], &[0], &[0]);
+    let cg = compile(&g, &v);
+    let ok = |s: &str| {
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        m.accept_bytes(s.as_bytes()).unwrap() && m.can_end()
+    };
+    assert!(ok("[ba,d]") && ok("[xbx]") && ok("[ab,ba]"));
+    assert!(!ok("[bad]") && !ok("[xbad]") && !ok("[ok,bad]") && !ok("[a,b]"));
+    // Across tokens: "b" then "ad" is refused at the second token.
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_token(5).unwrap() && m.accept_token(1).unwrap());
+    assert!(!allowed(&mut m).contains(&2));
+    assert!(!m.accept_token(2).unwrap());
+}
+
+#[test]
+fn avoiding_refuses_non_tail_recursion() {
+    // item ::= "(" item ")" | "x" is not regular.
+    let g = rules(vec![
+        ("root", Expr::Avoiding { expr: Box::new(Expr::Rule(1)), excludes: vec![b"((".to_vec()] }),
+        ("item", Expr::Alt(vec![Expr::Seq(vec![Expr::literal("("), Expr::Rule(1), Expr::literal(")")]), Expr::literal("x")])),
+    ]);
+    let v = vocab(TOKS, &[0], &[0]);
+    let e = CompiledGrammar::compile(&g, v, &CompileOptions::default(), &Budget::unlimited()).unwrap_err();
+    assert!(e.to_string().contains("recursive"), "{e}");
 }

@@ -70,8 +70,19 @@ pub enum Expr {
     /// shorter one. Structural tags' `triggered_tags` and `dispatch`.
     TextDispatch { cases: Vec<(Vec<u8>, Expr)>, excludes: Vec<Vec<u8>>, repeat: bool },
     /// [`Expr::TextExcluding`] limited to at most `max_chars` Unicode code
-    /// points (structural tags' `any_text.max_chars`).
-    BoundedText { excludes: Vec<Vec<u8>>, max_chars: u32 },
+    /// points and/or at most `max_tokens` tokens (structural tags'
+    /// `any_text.max_chars` / `max_tokens`). A token counts once if it starts
+    /// at least one character of the text: once the budget is spent, the
+    /// next token may only finish a character split across tokens or leave
+    /// the text. The count advances at token boundaries, which the matcher
+    /// signals after every accepted token or string.
+    BoundedText { excludes: Vec<Vec<u8>>, max_chars: Option<u32>, max_tokens: Option<u32> },
+    /// The texts of `expr` that contain none of `excludes` as a substring of
+    /// their bytes (JSON-schema `excludes`). `expr` and every rule it
+    /// references must be text-level; rules are expanded in place, so they
+    /// may recurse only through tail calls (regular languages written as
+    /// right-linear rules).
+    Avoiding { expr: Box<Expr>, excludes: Vec<Vec<u8>> },
 }
 
 /// A named rule.

@@ -50,6 +50,12 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), Gramma
             | Expr::TextExcluding(_)
             | Expr::BoundedText { .. } => {}
             Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| (e, depth + 2))),
+            Expr::Avoiding { expr, excludes } => {
+                if excludes.iter().any(|x| x.is_empty()) {
+                    return Err(invalid("excludes the empty string (no text would be left)".into()));
+                }
+                stack.push((expr, depth + 1));
+            }
             Expr::Rule(id) => {
                 if *id as usize >= n_rules {
                     return Err(invalid(format!(
@@ -138,6 +144,10 @@ fn derives(e: &Expr, rule_ok: &dyn Fn(usize) -> bool) -> bool {
             false
         }
         Expr::Repeat { expr, min, .. } => *min == 0 || derives(expr, rule_ok),
+        // An over-approximation: whether some text of `expr` avoids the
+        // excludes is only known once the automaton is built, and the engine
+        // reports an empty language then.
+        Expr::Avoiding { expr, .. } => derives(expr, rule_ok),
     }
 }
 
@@ -151,6 +161,7 @@ fn references(e: &Expr, out: &mut Vec<usize>) {
             Expr::Repeat { expr, .. } => stack.push(expr),
             Expr::TokenDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
             Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
+            Expr::Avoiding { expr, .. } => stack.push(expr),
             _ => {}
         }
     }

@@ -50,7 +50,7 @@ use formcast_grammar::{Grammar, GrammarError};
 
 pub use error::{SchemaError, Warning};
 pub use json::Json;
-pub use options::{FormatMode, SchemaOptions, Style, Whitespace, DEFAULT_MAX_WHITESPACE};
+pub use options::{exclude_problem, FormatMode, SchemaOptions, Style, Whitespace, DEFAULT_MAX_WHITESPACE};
 
 use emit::{seq, Layout};
 use lower::Lowerer;
@@ -80,6 +80,11 @@ pub fn json_schema_str_to_grammar(text: &str, opts: &SchemaOptions) -> Result<(G
 
 /// Compiles a parsed schema.
 pub fn compile_json(schema: &Json, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
+    for x in &opts.excludes {
+        if let Some(reason) = exclude_problem(x) {
+            return Err(SchemaError::Unsupported { keyword: "excludes".into(), pointer: String::new(), reason });
+        }
+    }
     let ix = refs::Index::build(schema);
     let mut b = Builder::new(ix, opts.clone());
     let root = b.raw_node(b.ix.root(), 0, false, true);

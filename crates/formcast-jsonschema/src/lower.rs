@@ -35,6 +35,8 @@ pub struct Lowerer<'b, 'a> {
     /// hashing a large expression on every use would cost more than it saves.
     atom_rules: HashMap<String, Expr>,
     depth_warned: bool,
+    /// [`crate::SchemaOptions::excludes`] as bytes.
+    excludes: Vec<Vec<u8>>,
 }
 
 fn limit(pointer: &str, reason: impl Into<String>) -> SchemaError {
@@ -54,6 +56,7 @@ fn keyword_in(msg: &str, default: &str) -> String {
 impl<'b, 'a> Lowerer<'b, 'a> {
     pub fn new(b: &'b mut Builder<'a>, layout: Layout) -> Lowerer<'b, 'a> {
         let max_rules = b.opts.max_rules;
+        let excludes = b.opts.excludes.iter().map(|x| x.as_bytes().to_vec()).collect();
         Lowerer {
             b,
             em: Emitter::new(max_rules),
@@ -65,6 +68,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             pending: Vec::new(),
             atom_rules: HashMap::default(),
             depth_warned: false,
+            excludes,
         }
     }
 
@@ -186,7 +190,8 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                 return Ok(e.clone());
             }
             let body = re_expr(&a.re, Enc::Json);
-            let e = self.share(seq(vec![lit("\""), body, lit("\"")]), "string")?;
+            let e = self.avoid(seq(vec![lit("\""), body, lit("\"")]));
+            let e = self.share(e, "string")?;
             self.atom_rules.insert(key, e.clone());
             return Ok(e);
         }
@@ -209,7 +214,8 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             let rest = self.piece_then_quote(p, ptr)?;
             alts.push(seq(vec![lit("\""), rest]));
         }
-        let e = self.share(alt(alts), "string")?;
+        let e = self.avoid(alt(alts));
+        let e = self.share(e, "string")?;
         self.leaf_rules.insert(pieces, e.clone());
         Ok(e)
     }
@@ -248,6 +254,27 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             self.em.set(ids[q], alt(alts));
         }
         Ok(Expr::Rule(ids[0]))
+    }
+
+    /// The texts of `e` that contain no exclude (`e` itself without any).
+    /// A literal is decided here, so that a property whose name contains an
+    /// exclude is known to be impossible while the object is built.
+    pub(crate) fn avoid(&self, e: Expr) -> Expr {
+        if self.excludes.is_empty() {
+            return e;
+        }
+        match e {
+            Expr::Nothing => Expr::Nothing,
+            Expr::Empty => Expr::Empty,
+            Expr::Bytes(b) => {
+                if self.excludes.iter().any(|x| b.windows(x.len()).any(|w| w == x.as_slice())) {
+                    Expr::Nothing
+                } else {
+                    Expr::Bytes(b)
+                }
+            }
+            e => Expr::Avoiding { expr: Box::new(e), excludes: self.excludes.clone() },
+        }
     }
 
     /// Large expressions go into a rule of their own, shared by every use.

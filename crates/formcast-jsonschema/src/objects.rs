@@ -147,7 +147,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             let expr = match xml {
                 None => {
                     let v = self.value(node, depth + 1)?;
-                    seq(vec![json_string_literal(&name), self.layout.key_sep(), v])
+                    seq(vec![self.avoid(json_string_literal(&name)), self.layout.key_sep(), v])
                 }
                 Some(style) => self.xml_member(style, &name, node, depth)?,
             };

@@ -110,6 +110,39 @@ pub struct SchemaOptions {
     pub max_indent_depth: usize,
     /// Wall-clock budget for the translation, in milliseconds (0: none).
     pub time_budget_ms: u64,
+    /// Substrings the generated text must not contain (structural tags'
+    /// `json_schema.excludes`), matched on the emitted bytes: an escaped
+    /// form such as `\u003c` does not match `<`. They are removed from the
+    /// text of every JSON string — property names and values at any depth,
+    /// `const`/`enum`/`pattern`/`format` strings included — and, in the XML
+    /// styles, from parameter names and raw string values. Each must pass
+    /// [`exclude_problem`], which makes that the whole JSON text (XML
+    /// styles: each parameter value) free of them: outside strings only
+    /// whitespace, punctuation, numbers and literals occur.
+    pub excludes: Vec<String>,
+}
+
+/// Characters that JSON text can hold outside string contents: whitespace,
+/// punctuation, the quotes, numbers and the literals `true`/`false`/`null`.
+const OUTSIDE_STRINGS: &str = " \t\n\r{}[]:,\"0123456789-+.eEtruefalsn";
+
+/// Why `exclude` cannot be enforced on the whole text when it is only
+/// removed from strings, if so: it must not contain a quote (an occurrence
+/// could span a string's delimiter) and must contain a character that
+/// JSON text outside strings never has.
+pub fn exclude_problem(exclude: &str) -> Option<String> {
+    if exclude.is_empty() {
+        return Some("an exclude must be a non-empty string".into());
+    }
+    if exclude.contains('"') {
+        return Some(format!("{exclude:?} contains '\"', so it could span the quotes of a JSON string, where excludes are not enforced"));
+    }
+    if exclude.chars().all(|c| OUTSIDE_STRINGS.contains(c)) {
+        return Some(format!(
+            "{exclude:?} could occur outside JSON strings (in whitespace, punctuation, numbers or true/false/null), where excludes are not enforced; an exclude needs a character that only strings can hold"
+        ));
+    }
+    None
 }
 
 impl Default for SchemaOptions {
@@ -126,6 +159,23 @@ impl Default for SchemaOptions {
             max_rules: 200_000,
             max_indent_depth: 24,
             time_budget_ms: 10_000,
+            excludes: Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::exclude_problem;
+
+    #[test]
+    fn excludes_must_be_confined_to_strings() {
+        for ok in ["</tool_call>", "bad", "<", "\\n", "é"] {
+            assert_eq!(exclude_problem(ok), None, "{ok}");
+        }
+        assert!(exclude_problem("a\"").unwrap().contains("quotes"));
+        for outside in ["\n\n", "null", "-1.5e+3", "],", "tea"] {
+            assert!(exclude_problem(outside).unwrap().contains("outside JSON strings"), "{outside}");
         }
     }
 }

@@ -139,8 +139,13 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     }
 
     /// A raw-text string value: the string language minus any text
-    /// containing the forbidden marker.
+    /// containing the forbidden marker or an exclude.
     fn raw_string(&mut self, lang: &Lang, forbidden: &str, ptr: &str) -> Result<Expr> {
+        let e = self.raw_string_unexcluded(lang, forbidden, ptr)?;
+        Ok(self.avoid(e))
+    }
+
+    fn raw_string_unexcluded(&mut self, lang: &Lang, forbidden: &str, ptr: &str) -> Result<Expr> {
         if matches!(lang, Lang::All) {
             return Ok(Expr::TextExcluding(vec![forbidden.as_bytes().to_vec()]));
         }
@@ -205,6 +210,10 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             Style::CohereXml => lit(&xml_attr_escape(name)),
             _ => lit(name),
         };
+        let name_lit = self.avoid(name_lit);
+        if matches!(name_lit, Expr::Nothing) {
+            return Ok(Expr::Nothing);
+        }
         self.param(style, name_lit, Some(name), &shape, node, depth, &ptr)
     }
 
@@ -237,6 +246,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             }
             alt(alts)
         };
+        let name_expr = self.avoid(name_expr);
         if matches!(name_expr, Expr::Nothing) {
             return Ok(Expr::Nothing);
         }

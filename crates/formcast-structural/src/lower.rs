@@ -67,6 +67,7 @@ fn remap(e: &mut Expr, map: &[RuleId]) {
         Expr::Repeat { expr, .. } => remap(expr, map),
         Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
         Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
+        Expr::Avoiding { expr, .. } => remap(expr, map),
         _ => {}
     }
 }
@@ -79,6 +80,7 @@ fn refs(e: &Expr, out: &mut Vec<RuleId>) {
         Expr::Repeat { expr, .. } => refs(expr, out),
         Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
         Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
+        Expr::Avoiding { expr, .. } => refs(expr, out),
         _ => {}
     }
 }
@@ -207,9 +209,6 @@ impl<'a> Lowerer<'a> {
         Ok(match &n.format {
             Format::ConstString { value } => Expr::literal(value),
             Format::JsonSchema { schema, style, any_order, max_whitespace_cnt, excludes } => {
-                if !excludes.is_empty() {
-                    return Err(err(ErrorKind::Invalid, &format!("{path}.excludes"), ty, "excludes", "json_schema excludes are not supported yet by this engine (they would be ignored, so the tag is refused)"));
-                }
                 // Inside structural tags the reference always allows any
                 // whitespace; it is bounded per gap here (a model must not
                 // be able to loop on whitespace), 8 by default.
@@ -219,6 +218,7 @@ impl<'a> Lowerer<'a> {
                     any_order: *any_order,
                     style: *style,
                     time_budget_ms: self.opts.schema_time_budget_ms,
+                    excludes: excludes.clone(),
                     ..Default::default()
                 };
                 let (g, warnings) = compile_json(schema, &opts).map_err(|e| {
@@ -250,20 +250,28 @@ impl<'a> Lowerer<'a> {
                 self.embed(path, g)?
             }
             Format::AnyText { excludes, max_tokens, max_chars } => {
-                if max_tokens.is_some() {
-                    return Err(err(ErrorKind::Invalid, &format!("{path}.max_tokens"), ty, "max_tokens", "max_tokens on any_text is not supported yet by this engine (use max_chars, or any_tokens for token-level content)"));
-                }
                 let mut all = bytes_of(excludes);
                 all.extend(ctx.strs.iter().cloned());
                 all.sort();
                 all.dedup();
-                match max_chars {
-                    // The automaton has a state per count: bounded like repeats.
-                    Some(m) => {
-                        self.weigh(path, ty, "max_chars", *m)?;
-                        Expr::BoundedText { excludes: all, max_chars: *m }
+                // The automaton has a state per count (per pair of counts
+                // with both budgets): bounded like repeats.
+                if let Some(m) = max_chars {
+                    self.weigh(path, ty, "max_chars", *m)?;
+                }
+                if let Some(t) = max_tokens {
+                    let saved = self.weight;
+                    if let Some(m) = max_chars {
+                        self.weight = saved.saturating_mul(u64::from((*m).max(1)));
                     }
-                    None => Expr::TextExcluding(all),
+                    let w = self.weigh(path, ty, "max_tokens", *t);
+                    self.weight = saved;
+                    w?;
+                }
+                if max_chars.is_none() && max_tokens.is_none() {
+                    Expr::TextExcluding(all)
+                } else {
+                    Expr::BoundedText { excludes: all, max_chars: *max_chars, max_tokens: *max_tokens }
                 }
             }
             Format::Sequence { elements } => {

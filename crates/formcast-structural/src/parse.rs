@@ -380,9 +380,19 @@ impl<'a> Reader<'a> {
                 let name = if style == Style::CohereXml { "cohere_xml" } else { "minimax_m3_xml" };
                 return Err(o.err("excludes", format!("JSONSchemaFormat.excludes is not supported for {name}")));
             }
+            // Formatting whitespace next to an XML value is not part of it:
+            // an exclude there would depend on the layout.
+            let formatting = |c: char| matches!(c, ' ' | '\t' | '\n' | '\r');
             if style != Style::Json {
-                if let Some(i) = excludes.iter().position(|e| e.starts_with(char::is_whitespace) || e.ends_with(char::is_whitespace)) {
+                if let Some(i) = excludes.iter().position(|e| e.starts_with(formatting) || e.ends_with(formatting)) {
                     return Err(invalid(&format!("{}[{i}]", o.at("excludes")), o.ty, "excludes", "XML JSONSchemaFormat.excludes must not start or end with formatting whitespace"));
+                }
+            }
+            // Excludes are removed from strings; these checks make that the
+            // whole text (see formcast_jsonschema::SchemaOptions::excludes).
+            for (i, x) in excludes.iter().enumerate() {
+                if let Some(reason) = formcast_jsonschema::exclude_problem(x) {
+                    return Err(invalid(&format!("{}[{i}]", o.at("excludes")), o.ty, "excludes", format!("JSONSchemaFormat.excludes: {reason}")));
                 }
             }
         }

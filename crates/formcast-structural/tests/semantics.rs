@@ -218,3 +218,74 @@ fn sequence_think_then_tool_calls() {
     assert!(!accepts(&g, "ok <function=f>{\"a\": 2}</function>"));
     assert!(prefix_ok(&g, "<think>hmm</think>ok <function=f>{\"a\""));
 }
+
+#[test]
+fn json_schema_excludes_in_strings_keys_and_every_kind_of_string() {
+    let js = |schema: &str, excludes: &str| c(&format!(r#"{{"type": "json_schema", "json_schema": {schema}, "excludes": {excludes}}}"#));
+    let g = js(r#"{"type": "object", "properties": {"a": {"type": "string"}, "n": {"type": "array", "items": {"type": "object", "additionalProperties": {"type": "integer"}}}}}"#, r#"["bad", "</r>"]"#);
+    for ok in [r#"{"a": "a good one"}"#, r#"{"a": "ba d", "n": [{"ok": 1}]}"#, r#"{"a": "<\/r>"}"#] {
+        assert!(accepts(&g, ok), "{ok}");
+    }
+    for bad in [r#"{"a": "a bad one"}"#, r#"{"a": "x</r>"}"#, r#"{"n": [{"xbadx": 1}]}"#, r#"{"a": "ok", "n": [{}, {"bad": 2}]}"#] {
+        assert!(!accepts(&g, bad), "{bad}");
+    }
+    // Matched on the emitted text: an escaped form is a different text.
+    let g = js(r#"{"type": "string"}"#, r#"["<"]"#);
+    assert!(accepts(&g, r#""\u003c""#) && !accepts(&g, r#""<""#) && !accepts(&g, r#""a<b""#));
+    // const/enum alternatives, patterns, formats and length bounds too.
+    let g = js(r#"{"enum": ["bad", "good", 1]}"#, r#"["bad"]"#);
+    assert!(accepts(&g, r#""good""#) && accepts(&g, "1") && !accepts(&g, r#""bad""#));
+    let g = js(r#"{"type": "string", "pattern": "^[a-z]+$"}"#, r#"["bad"]"#);
+    assert!(accepts(&g, r#""abd""#) && !accepts(&g, r#""xbadx""#));
+    let g = js(r#"{"type": "string", "format": "email"}"#, r#"["bad"]"#);
+    assert!(accepts(&g, r#""me@x.org""#) && !accepts(&g, r#""bad@x.org""#));
+    let g = js(r#"{"type": "string", "minLength": 2, "maxLength": 70}"#, r#"["bad"]"#);
+    assert!(accepts(&g, r#""ba d""#) && !accepts(&g, r#""b""#) && !accepts(&g, r#""a bad one""#));
+    let long = "x".repeat(69);
+    assert!(accepts(&g, &format!(r#""{long}b""#)) && !accepts(&g, &format!(r#""{long}bad""#)));
+    // Everything excluded: no value is left.
+    let e = err(&wrap(r#"{"type": "json_schema", "json_schema": {"enum": ["bad"]}, "excludes": ["bad"]}"#));
+    assert!(e.message.contains("unsatisfiable"), "{e}");
+    // Found only when the automaton is built.
+    let c = formcast_structural::compile_str(&wrap(r#"{"type": "json_schema", "json_schema": {"type": "string", "pattern": "^x?bad$"}, "excludes": ["bad"]}"#), None, &Default::default()).unwrap();
+    let index = std::sync::Arc::new(formcast_engine::VocabIndex::new(&vocab()).unwrap());
+    let e = formcast_engine::CompiledGrammar::compile(&c.grammar, index, &Default::default(), &formcast_engine::Budget::unlimited()).unwrap_err();
+    assert!(e.to_string().contains("language is empty") && e.to_string().contains("contains an excluded string"), "{e}");
+}
+
+#[test]
+fn json_schema_excludes_in_xml_styles() {
+    let tag = |style: &str| {
+        c(&format!(
+            r#"{{"type": "tag", "begin": "<tool_call>", "content": {{"type": "json_schema", "style": "{style}", "json_schema": {{"type": "object", "properties": {{"a": {{"type": "string"}}, "b": {{"type": "object", "properties": {{"c": {{"type": "string"}}}}}}}}}}, "excludes": ["</tool_call>"]}}, "end": "</tool_call>"}}"#
+        ))
+    };
+    let g = tag("qwen_xml");
+    assert!(accepts(&g, "<tool_call><parameter=a>fine</parameter></tool_call>"));
+    assert!(accepts(&g, "<tool_call><parameter=b>{\"c\": \"</tool_\"}</parameter></tool_call>"));
+    assert!(!accepts(&g, "<tool_call><parameter=a>x</tool_call>y</parameter></tool_call>"));
+    assert!(!prefix_ok(&g, "<tool_call><parameter=b>{\"c\": \"</tool_call>"));
+    let g = tag("deepseek_xml");
+    assert!(!prefix_ok(&g, "<tool_call><｜DSML｜parameter name=\"a\" string=\"true\">x</tool_call>"));
+}
+
+#[test]
+fn any_text_max_tokens_counts_tokens_through_the_mask() {
+    let g = c(r#"{"type": "tag", "begin": "<a>", "content": {"type": "any_text", "max_tokens": 2}, "end": "</a>"}"#);
+    let mut m = formcast_engine::Matcher::new(g.clone(), false, Some(8)).unwrap();
+    assert!(m.accept_bytes(b"<a>").unwrap());
+    assert!(m.accept_token(b'x' as u32).unwrap() && m.accept_token(b'y' as u32).unwrap());
+    // Spent: only the end can follow.
+    let allowed: Vec<usize> = m.next_token_mask().unwrap().iter_ones().collect();
+    assert_eq!(allowed, vec![b'<' as usize]);
+    assert!(!m.accept_token(b'z' as u32).unwrap());
+    m.rollback(1).unwrap();
+    assert!(m.accept_token(b'z' as u32).unwrap());
+    assert!(m.accept_bytes(b"</a>").unwrap() && m.can_end());
+    let g = c(r#"{"type": "tag", "begin": "<a>", "content": {"type": "any_text", "max_tokens": 0}, "end": "</a>"}"#);
+    assert!(accepts(&g, "<a></a>") && !accepts(&g, "<a>x</a>"));
+    // With max_chars as well, whichever runs out first.
+    let g = c(r#"{"type": "any_text", "max_tokens": 3, "max_chars": 2}"#);
+    assert!(accepts(&g, "ab") && !accepts(&g, "abc"));
+    assert!(!accepts_steps(&g, &[Step::K(b'a' as u32), Step::K(b'b' as u32), Step::K(b'c' as u32)]));
+}

@@ -221,8 +221,20 @@ fn hostile_inputs_hit_limits() {
 }
 
 #[test]
-fn unsupported_options_are_refused_not_ignored() {
-    check(r#"{"type": "json_schema", "json_schema": {"type": "string"}, "excludes": ["bad"]}"#, "format.excludes", "json_schema", "excludes", "not supported yet");
-    check(r#"{"type": "any_text", "max_tokens": 5}"#, "format.max_tokens", "any_text", "max_tokens", "not supported yet");
+fn json_schema_excludes_that_cannot_be_enforced_everywhere() {
+    let s = r#""json_schema": {"type": "object"}"#;
+    check(&format!(r#"{{"type": "json_schema", {s}, "style": "minimax_m3_xml", "excludes": ["x"]}}"#), "format.excludes", "json_schema", "excludes", "JSONSchemaFormat.excludes is not supported for minimax_m3_xml");
+    check(&format!(r#"{{"type": "json_schema", {s}, "style": "qwen_xml", "excludes": ["ok", "x\n"]}}"#), "format.excludes[1]", "json_schema", "excludes", "XML JSONSchemaFormat.excludes must not start or end with formatting whitespace");
+    // Removed from strings only, an exclude must not be able to occur
+    // elsewhere: across a string's quotes (a key and its value)...
+    check(&format!(r#"{{"type": "json_schema", {s}, "excludes": ["a\": \"b"]}}"#), "format.excludes[0]", "json_schema", "excludes", "could span the quotes of a JSON string");
+    // ...or in whitespace, punctuation, numbers and literals.
+    for x in ["\\n\\n", "true", "1.5e3", "}, "] {
+        check(&format!(r#"{{"type": "json_schema", {s}, "excludes": ["{x}"]}}"#), "format.excludes[0]", "json_schema", "excludes", "could occur outside JSON strings");
+    }
+    // A required property the excludes make impossible.
+    let e = err(&wrap(r#"{"type": "json_schema", "json_schema": {"type": "object", "properties": {"bad": {}}, "required": ["bad"]}, "excludes": ["bad"]}"#));
+    assert_eq!((e.path.as_str(), e.field.as_str()), ("format.json_schema", "json_schema"), "{e}");
+    assert!(e.message.contains("unsatisfiable"), "{e}");
 }
 
