@@ -696,11 +696,10 @@ def test_every_example_of_the_spec_is_listed():
     assert not missing, "spec examples without a test:\n" + "\n".join(missing)
 
 
-# ------------------------------------------------------------------ xfail --
-# structural-tag-semantics.md examples of fields this engine refuses for now
-# (another branch implements them); strict, so they flip when it lands.
+# ------------------------------------------------ semantics.md examples --
+# The structural-tag-semantics.md examples of json_schema.excludes and
+# any_text.max_tokens (no guide or reference example uses them).
 
-@pytest.mark.xfail(strict=True, raises=fc.StructuralTagError, reason="json_schema.excludes not implemented yet")
 def test_json_schema_excludes(compiler, llama3):
     """semantics.md: ``{"a": "a bad one"}`` is rejected with ``excludes: ["bad"]``."""
     fmt = {"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}, "excludes": ["bad"]}
@@ -709,7 +708,6 @@ def test_json_schema_excludes(compiler, llama3):
     assert not accepts(g, llama3, '{"a": "a bad one"}')
 
 
-@pytest.mark.xfail(strict=True, raises=fc.StructuralTagError, reason="any_text.max_tokens not implemented yet")
 def test_any_text_max_tokens_is_enforced_by_the_mask(compiler, llama3):
     """semantics.md: once ``max_tokens`` is spent the mask only allows
     leaving the region (the enclosing tag's end)."""
