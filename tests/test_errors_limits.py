@@ -4,7 +4,6 @@ hanging or exhausting memory; panics never escape as crashes."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 
@@ -69,10 +68,8 @@ def test_deep_nesting_is_refused_not_a_stack_overflow():
 
 def test_multiplied_repetitions_hit_the_automaton_limit():
     compiler = fc.GrammarCompiler(BYTES)
-    start = time.monotonic()
     with pytest.raises(fc.LimitError, match="too large"):
         compiler.compile(fc.Grammar.from_ebnf('root ::= ("ab"{1,2000}){1,2000}'))
-    assert time.monotonic() - start < 60  # generous: a hang would never return
 
 
 def test_exponential_dfa_blowup_stops_at_the_time_budget():

@@ -1,7 +1,6 @@
 //! JSON Schema → grammar → engine, driven byte by byte.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use formcast_engine::{Budget, CompileOptions, CompiledGrammar, Matcher, VocabIndex};
 use formcast_jsonschema::{json_schema_str_to_grammar, SchemaError, SchemaOptions, Style, Whitespace};
@@ -71,8 +70,13 @@ fn number_ranges_with_fractions_are_exact() {
 }
 
 #[test]
-fn large_bounds_compile_fast() {
-    let t = Instant::now();
+fn large_bounds_do_not_grow_the_automaton() {
+    // Compile cost follows automaton size; speed itself is measured by the
+    // benchmarks (benchmarks/engine_bench.py), not asserted here.
+    let states = |n: u32| G::compact(&format!(r##"{{"type": "string", "maxLength": {n}}}"##)).cg.automaton.n_states();
+    let (n3, n5) = (states(1000), states(100_000));
+    // Counted repetition grows with the number of digits, not the bound.
+    assert!(n5 <= 2 * n3, "maxLength 1000 -> {n3} states, 100000 -> {n5}");
     let g = G::compact(r##"{"type": "string", "maxLength": 10000}"##);
     let mut s = String::from("\"");
     s.push_str(&"ab\\n".repeat(3333));
@@ -81,7 +85,9 @@ fn large_bounds_compile_fast() {
     assert!(!g.accepts(&format!("\"{}\"", "a".repeat(10001))));
     let g2 = G::compact(r##"{"type": "integer", "minimum": -1e300, "maximum": 1e300}"##);
     assert!(g2.accepts(&"9".repeat(300)) && !g2.accepts(&format!("1{}", "0".repeat(301))));
-    assert!(t.elapsed().as_secs_f64() < 5.0, "took {:?}", t.elapsed());
+    // Exact ranges need states per digit (300 here), never per value.
+    let n_wide = g2.cg.automaton.n_states();
+    assert!(n_wide <= 10 * 300, "range ±1e300 -> {n_wide} states");
 }
 
 #[test]
@@ -247,10 +253,7 @@ fn giant_schemas_compile_or_fail_cleanly() {
         defs.push(format!(r##""d{i}": {{"type": "object", "properties": {{"v": {{"type": "integer"}}, "n": {{"$ref": "#/$defs/d{}"}}}}}}"##, (i + 1) % 3000));
     }
     let s = format!(r##"{{"$defs": {{{}}}, "$ref": "#/$defs/d0"}}"##, defs.join(","));
-    let t = Instant::now();
-    let res = json_schema_str_to_grammar(&s, &compact(true));
-    assert!(t.elapsed().as_secs_f64() < 10.0);
-    let (g, _) = res.unwrap();
+    let (g, _) = json_schema_str_to_grammar(&s, &compact(true)).unwrap();
     assert!(g.rules.len() >= 3000);
     // A budget too small fails with a limit error, not a hang.
     let tight = SchemaOptions { max_nodes: 100, ..compact(true) };
