@@ -204,6 +204,23 @@ def _fmt(begin: str, end: str) -> Callable[[str, Format], Format]:
 
 
 DSML = "｜DSML｜"
+
+
+def _dsml_style(name: str, models: str, *, section: str, invoke: str = "invoke",
+                args_style: str = "deepseek_xml", **extra) -> SectionStyle:
+    """DeepSeek's DSML family: ``<｜DSML｜{section}>`` around
+    ``<｜DSML｜{invoke} name="…">`` calls, after a blank line."""
+    return SectionStyle(
+        name=name,
+        models=models,
+        call=_fmt(f'<{DSML}{invoke} name="{{name}}">\n', f"</{DSML}{invoke}>\n"),
+        args_style=args_style,
+        section_begin=f"<{DSML}{section}>\n",
+        section_end=f"</{DSML}{section}>",
+        trigger=f"<{DSML}{section}>",
+        required_prefix="\n\n",
+        **extra,
+    )
 M3 = "]<]minimax[>["
 
 BUILTIN_FAMILIES: list[Family] = [
@@ -269,37 +286,11 @@ BUILTIN_FAMILIES: list[Family] = [
         thinking=Thinking(enabled_writes_begin=True),
         special=THINK + ("</tool_call>", "<function="),
     ),
-    SectionStyle(
-        name="deepseek_v3_2",
-        models="DeepSeek-V3.2",
-        call=_fmt(f'<{DSML}invoke name="{{name}}">\n', f"</{DSML}invoke>\n"),
-        args_style="deepseek_xml",
-        section_begin=f"<{DSML}function_calls>\n",
-        section_end=f"</{DSML}function_calls>",
-        trigger=f"<{DSML}function_calls>",
-        required_prefix="\n\n",
-    ),
-    SectionStyle(
-        name="deepseek_v4",
-        models="DeepSeek-V4",
-        call=_fmt(f'<{DSML}invoke name="{{name}}">\n', f"</{DSML}invoke>\n"),
-        args_style="deepseek_xml",
-        section_begin=f"<{DSML}tool_calls>\n",
-        section_end=f"</{DSML}tool_calls>",
-        trigger=f"<{DSML}tool_calls>",
-        required_prefix="\n\n",
-    ),
-    SectionStyle(
-        name="deepseek_v4_1",
-        models="DeepSeek-V4.1-Flash",
-        call=_fmt(f'<{DSML} invoke name="{{name}}">\n', f"</{DSML} invoke>\n"),
-        args_style="deepseek_v4_1_xml",
-        section_begin=f"<{DSML} calls>\n",
-        section_end=f"</{DSML} calls>",
-        trigger=f"<{DSML} calls>",
-        required_prefix="\n\n",
-        none_excludes=(f"<{DSML} calls>",),
-    ),
+    _dsml_style("deepseek_v3_2", "DeepSeek-V3.2", section="function_calls"),
+    _dsml_style("deepseek_v4", "DeepSeek-V4", section="tool_calls"),
+    # V4.1 puts a space after the DSML marker in every tag.
+    _dsml_style("deepseek_v4_1", "DeepSeek-V4.1-Flash", section=" calls", invoke=" invoke",
+                args_style="deepseek_v4_1_xml", none_excludes=(f"<{DSML} calls>",)),
     SectionStyle(
         name="minimax",
         models="MiniMax-M2.5, M2.7",
