@@ -192,3 +192,30 @@ def test_mask_matches_acceptance_and_reference(rules, seed):
         tok = rng.choice(choices)
         assert matcher.accept_token(tok)
         assert ref.feed(VOCAB[tok])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(1, 14)), min_size=2, max_size=6), st.integers(0, 2**32 - 1))
+def test_long_counted_chains_share_partitions_exactly(bounds, seed):
+    """Counted repetitions longer than the longest token: positions whose
+    next few bytes look alike share one cached vocabulary partition (the
+    cache is per tokenizer, across grammars), and the masks stay exact at
+    every position and for every bound, including the last few."""
+    compiler = fc.GrammarCompiler(TOKENIZER)
+    rng = random.Random(seed)
+    for lo, width in bounds:
+        hi = lo + width
+        rules = [("seq", [("rep", ("class", "ab"), lo, hi), ("lit", ")")])]
+        gbnf = f'root ::= r0\nr0 ::= [ab]{{{lo},{hi}}} ")"\n'
+        matcher = fc.GrammarMatcher(compiler.compile(fc.Grammar.from_ebnf(gbnf)))
+        ref = Earley(to_bnf(rules), "r0")
+        while True:
+            expected = {i for i, t in enumerate(TEXT_TOKENS) if ref.viable(t)}
+            if ref.can_end():
+                expected.add(EOS)
+            assert mask_ids(matcher) == expected, gbnf
+            choices = sorted(expected - {EOS})
+            if not choices:
+                break
+            tok = rng.choice(choices)
+            assert matcher.accept_token(tok) and ref.feed(VOCAB[tok])

@@ -92,11 +92,18 @@ const MAX_SHARED_STATES: usize = 4096;
 /// (run-length encoded over bytes) as dead, interior index, or exit index (exits — states that finish or
 /// call — are leaves). Returns the encoding and the exit states in index
 /// order, or `None` when the local automaton is too large to share.
-fn local_signature(a: &Automaton, s: StateId) -> Option<(Vec<u32>, Vec<StateId>)> {
+///
+/// Only the first `horizon` bytes (the longest token) are encoded: no token
+/// sees further, and cutting there makes the positions of a long counted
+/// repetition ("up to 4000 more characters", "up to 3999 more", …) one
+/// automaton, walked once, instead of one walk per position.
+fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32>, Vec<StateId>)> {
     const EXIT: u32 = 1 << 31;
     let mut interior: FxHashMap<StateId, u32> = FxHashMap::default();
     let mut exits: FxHashMap<StateId, u32> = FxHashMap::default();
     let mut order = vec![s];
+    // BFS distance from `s`, per entry of `order` (non-decreasing).
+    let mut depth: Vec<u32> = vec![0];
     let mut exit_order = Vec::new();
     interior.insert(s, 0);
     let mut sig = Vec::with_capacity(64);
@@ -105,8 +112,13 @@ fn local_signature(a: &Automaton, s: StateId) -> Option<(Vec<u32>, Vec<StateId>)
         if order.len() > MAX_SHARED_STATES {
             return None;
         }
-        let st = order[k];
+        let (st, d) = (order[k], depth[k]);
         k += 1;
+        if d as usize >= horizon {
+            // Every token has ended by here: the state's moves are unseen.
+            sig.push(257);
+            continue;
+        }
         // Run-length encoded: (first byte of a run, target code).
         let mut last = u32::MAX - 1;
         for b in 0..=255u8 {
@@ -123,6 +135,7 @@ fn local_signature(a: &Automaton, s: StateId) -> Option<(Vec<u32>, Vec<StateId>)
                 let n = interior.len() as u32;
                 *interior.entry(t).or_insert_with(|| {
                     order.push(t);
+                    depth.push(d + 1);
                     n
                 })
             };
@@ -149,7 +162,7 @@ fn signature_key(sig: &[u32]) -> u128 {
 /// The partition of state `s` of `a` for vocabulary `v`, from the shared
 /// cache when another grammar already met the same local automaton.
 pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId) -> Partition {
-    let Some((sig, exits)) = local_signature(a, s) else {
+    let Some((sig, exits)) = local_signature(a, s, v.max_token_len) else {
         let (accept, frontier) = walk(a, v, s, |t| t);
         return Partition { accept: Arc::new(accept), frontier };
     };
