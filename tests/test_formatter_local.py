@@ -6,6 +6,7 @@ Generation is greedy and short (max_tokens <= 96) to keep the tests fast.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import jsonschema
@@ -104,16 +105,26 @@ def test_max_tokens_cut_is_reported(backend):
         fmt.format(TEXT, SCHEMA)
 
 
-def test_batches_decoded_together_equal_one_by_one(backend):
-    examples = load_jsonl(E2E)[:4]
+def test_batched_outputs_stay_with_their_inputs(backend):
+    """Four requests decoded together, each under its own schema. llama.cpp's
+    batched kernels are not bit-identical to one-sequence ones (greedy
+    choices can flip on near-ties), so the texts are not compared with a
+    one-by-one run; what must hold is that each output follows its own
+    request's schema (their key sets differ) and is valid when complete."""
+    examples = []
+    for ex in load_jsonl(E2E):
+        if all(set(ex.json_schema["properties"]) != set(e.json_schema["properties"]) for e in examples):
+            examples.append(ex)
+        if len(examples) == 4:
+            break
     texts = [ex.input_text for ex in examples]
     schemas = [ex.json_schema for ex in examples]
-    together = Formatter(backend=backend, max_tokens=64, max_workers=2)
-    alone = Formatter(backend=backend, max_tokens=64, max_workers=1)
-    a = [c.text for c in together.generate_batch(texts, schemas, progress=False)]
-    b = [c.text for c in alone.generate_batch(texts, schemas, progress=False)]
-    assert a == b
-    for text, schema in zip(a, schemas):
+    together = Formatter(backend=backend, max_tokens=96, max_workers=4)
+    outs = [c.text for c in together.generate_batch(texts, schemas, progress=False)]
+    assert len(outs) == 4
+    for text, schema in zip(outs, schemas):
+        keys = re.findall(r'^\s*"(\w+)":', text, flags=re.M)
+        assert keys and keys == list(schema["properties"])[: len(keys)], (text, schema)
         if text.rstrip().endswith("}"):
             jsonschema.validate(json.loads(text), schema)
 
