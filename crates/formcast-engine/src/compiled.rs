@@ -19,7 +19,7 @@ use crate::automaton::{build_automaton, Automaton, AutomatonLimits, StateId};
 use crate::error::EngineError;
 use crate::limits::Budget;
 use crate::mask::StoredMask;
-use crate::partition::{partition_of, Partition};
+use crate::partition::{partition_of, Partition, SkipMemo};
 use crate::vocab_index::VocabIndex;
 
 /// Options for compilation.
@@ -47,6 +47,7 @@ pub struct CompiledGrammar {
     pub automaton: Automaton,
     pub vocab: Arc<VocabIndex>,
     partitions: Vec<OnceLock<Arc<Partition>>>,
+    skips: SkipMemo,
     pub(crate) mask_cache: Mutex<MaskCache>,
 }
 
@@ -88,6 +89,7 @@ impl CompiledGrammar {
             automaton,
             vocab,
             partitions: (0..n).map(|_| OnceLock::new()).collect(),
+            skips: SkipMemo::default(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
         })
     }
@@ -99,7 +101,7 @@ impl CompiledGrammar {
 
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
-        self.partitions[s as usize].get_or_init(|| Arc::new(partition_of(&self.automaton, &self.vocab, s))).clone()
+        self.partitions[s as usize].get_or_init(|| Arc::new(partition_of(&self.automaton, &self.vocab, s, &self.skips))).clone()
     }
 
     pub(crate) fn cached_mask(&self, key: u128) -> Option<Arc<StoredMask>> {

@@ -159,11 +159,31 @@ fn signature_key(sig: &[u32]) -> u128 {
     mix(h, sig.len() as u64)
 }
 
+/// The skips of one automaton's states, kept across its walks: every walk
+/// of a grammar meets mostly the same states (string bodies, key tails).
+#[derive(Debug, Default)]
+pub struct SkipMemo(Mutex<FxHashMap<StateId, Skip>>);
+
+impl SkipMemo {
+    /// Takes the memo out (a concurrent walk starts empty instead of waiting).
+    fn take(&self) -> FxHashMap<StateId, Skip> {
+        self.0.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
+    }
+
+    fn give_back(&self, skips: FxHashMap<StateId, Skip>) {
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() < skips.len() {
+                *m = skips;
+            }
+        }
+    }
+}
+
 /// The partition of state `s` of `a` for vocabulary `v`, from the shared
 /// cache when another grammar already met the same local automaton.
-pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId) -> Partition {
+pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) -> Partition {
     let Some((sig, exits)) = local_signature(a, s, v.max_token_len) else {
-        let (accept, frontier) = walk(a, v, s, |t| t);
+        let (accept, frontier) = walk(a, v, s, |t| t, memo);
         return Partition { accept: Arc::new(accept), frontier };
     };
     let key = signature_key(&sig);
@@ -171,7 +191,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId) -> Partition {
         Some(p) => p,
         None => {
             let index: FxHashMap<StateId, u32> = exits.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
-            let (accept, frontier) = walk(a, v, s, |t| index[&t]);
+            let (accept, frontier) = walk(a, v, s, |t| index[&t], memo);
             let p = Arc::new(SharedPartition { signature: sig, accept: Arc::new(accept), frontier });
             v.partitions.put(key, p.clone());
             p
@@ -189,8 +209,8 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId) -> Partition {
 /// `bytes` and whose height is at most `run` is accepted whole. A self-loop
 /// has an unbounded run (inside a JSON string); a counted repetition a run
 /// of the characters it has left ("up to 17 more").
-#[derive(Clone, Copy)]
-struct Skip {
+#[derive(Clone, Copy, Debug)]
+pub struct Skip {
     bytes: [u64; 4],
     run: u32,
 }
@@ -262,11 +282,11 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
 }
 
 /// The trie walk itself; `exit_id` names a frontier state in the output.
-fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32) -> (StoredMask, Vec<(u32, u32)>) {
+fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32, memo: &SkipMemo) -> (StoredMask, Vec<(u32, u32)>) {
     let nodes = &v.nodes;
     let mut accept: Vec<u32> = Vec::new();
     let mut frontier = Vec::new();
-    let mut skips: FxHashMap<StateId, Skip> = FxHashMap::default();
+    let mut skips = memo.take();
     // (subtree end, state) per depth.
     let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
     let mut i = 1usize;
@@ -303,5 +323,6 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         i += 1;
     }
+    memo.give_back(skips);
     (StoredMask::from_ids(accept, v.logits_size), frontier)
 }
