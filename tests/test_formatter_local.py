@@ -98,7 +98,8 @@ def test_prompting_only_is_not_masked(backend):
 
 
 def test_max_tokens_cut_is_reported(backend):
-    fmt = Formatter(backend=backend, max_tokens=3)
+    # Prompting only: the cut answer is returned as it is.
+    fmt = Formatter(backend=backend, constrained=False, max_tokens=3)
     c = fmt.generate(TEXT, SCHEMA)
     assert c.finish_reason == "length" and c.usage["completion_tokens"] == 3
     with pytest.raises(FormatError, match="max_tokens=3"):
@@ -146,3 +147,55 @@ def test_a_gguf_path_loads_that_model():
         fmt.backend.close()
     with pytest.raises(BackendError, match="closed"):
         fmt.backend.generate(GenerationRequest(TEXT))
+
+
+def _cut_backend(backend, complete: bool):
+    """The fixture's backend with complete_on_length set (restored by the caller)."""
+    old = backend.complete_on_length
+    backend.complete_on_length = complete
+    return old
+
+
+@pytest.mark.parametrize("max_tokens", [1, 3, 8, 20])
+@pytest.mark.parametrize("which", ["e2e", "webnlg"])
+def test_budget_running_out_still_gives_a_schema_valid_answer(backend, which, max_tokens):
+    # complete_on_length (the default): the answer is closed along the
+    # grammar's shortest completion when the budget would run out first.
+    ex = load_jsonl(SLOT / f"{which}-dev.jsonl")[1]
+    fmt = Formatter(backend=backend, max_tokens=max_tokens)
+    c = fmt.generate(ex.input_text, ex.json_schema)
+    assert c.finish_reason == "length" or max_tokens > 3  # 20 tokens may be enough for a short answer
+    value = json.loads(c.text)  # complete JSON by itself
+    jsonschema.validate(value, ex.json_schema)
+    assert fmt.format(ex.input_text, ex.json_schema) == value
+
+
+def test_completion_stays_within_the_budget_when_it_fits(backend):
+    # Flat all-string schema: no single token lengthens the completion, so the
+    # closed answer ends within max_tokens, and it starts with what the model
+    # wrote (the same greedy prefix as an uncut answer).
+    ex = load_jsonl(E2E)[1]
+    full = Formatter(backend=backend, max_tokens=256).generate(ex.input_text, ex.json_schema)
+    assert full.finish_reason == "stop"
+    n = full.usage["completion_tokens"]
+    budget = max(16, n - 8)
+    cut = Formatter(backend=backend, max_tokens=budget).generate(ex.input_text, ex.json_schema)
+    assert cut.finish_reason == "length" and cut.usage["completion_tokens"] <= budget
+    jsonschema.validate(json.loads(cut.text), ex.json_schema)
+    common = 0
+    while common < min(len(cut.text), len(full.text)) and cut.text[common] == full.text[common]:
+        common += 1
+    assert common >= len(cut.text) // 2
+
+
+def test_without_complete_on_length_the_answer_is_cut(backend):
+    old = _cut_backend(backend, False)
+    try:
+        fmt = Formatter(backend=backend, max_tokens=3)
+        assert fmt.describe()["complete_on_length"] is False
+        c = fmt.generate(TEXT, SCHEMA)
+        assert c.finish_reason == "length" and c.usage["completion_tokens"] == 3
+        with pytest.raises(FormatError, match="max_tokens=3"):
+            fmt.format(TEXT, SCHEMA)
+    finally:
+        backend.complete_on_length = old

@@ -48,6 +48,8 @@ pub struct CompiledGrammar {
     pub vocab: Arc<VocabIndex>,
     partitions: Vec<OnceLock<Arc<Partition>>>,
     skips: SkipMemo,
+    /// Per state, the fewest bytes to finish its rule ([`crate::completion`]).
+    completion_dist: OnceLock<Vec<u32>>,
     pub(crate) mask_cache: Mutex<MaskCache>,
 }
 
@@ -90,6 +92,7 @@ impl CompiledGrammar {
             vocab,
             partitions: (0..n).map(|_| OnceLock::new()).collect(),
             skips: SkipMemo::default(),
+            completion_dist: OnceLock::new(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
         })
     }
@@ -102,6 +105,12 @@ impl CompiledGrammar {
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
         self.partitions[s as usize].get_or_init(|| Arc::new(partition_of(&self.automaton, &self.vocab, s, &self.skips))).clone()
+    }
+
+    /// Per state, the fewest bytes that finish its rule (computed on first
+    /// use; see [`crate::completion`]).
+    pub fn completion_dist(&self) -> &[u32] {
+        self.completion_dist.get_or_init(|| crate::completion::state_distances(&self.automaton))
     }
 
     pub(crate) fn cached_mask(&self, key: u128) -> Option<Arc<StoredMask>> {
@@ -134,6 +143,7 @@ impl CompiledGrammar {
             .map(|p| p.accept.heap_bytes() + p.frontier.len() * 8)
             .sum();
         let cache = self.mask_cache.lock().map(|c| c.bytes).unwrap_or(0);
-        self.automaton.memory_bytes() + parts + cache + self.partitions.len() * 8
+        let dist = self.completion_dist.get().map_or(0, |d| d.len() * 4);
+        self.automaton.memory_bytes() + parts + cache + dist + self.partitions.len() * 8
     }
 }

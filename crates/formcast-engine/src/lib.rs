@@ -10,6 +10,7 @@
 pub mod automaton;
 pub mod bitset;
 pub mod compiled;
+pub mod completion;
 pub mod error;
 pub mod limits;
 pub mod mask;

@@ -276,4 +276,34 @@ impl Matcher {
         out.truncate(valid);
         Ok(out)
     }
+
+    /// The length in bytes of a shortest text that makes the output so far a
+    /// complete sentence of the grammar (0 when it already is one; `None`
+    /// when no text can, e.g. only a special token could). Does not change
+    /// the state.
+    pub fn shortest_completion_len(&mut self) -> Option<usize> {
+        let c = self.cur();
+        if c.terminated {
+            return Some(0);
+        }
+        let dist = self.g.completion_dist();
+        let n = crate::completion::set_cost(dist, &self.arena, &c.set.items, c.set.can_end);
+        (n != crate::completion::INF).then_some(n as usize)
+    }
+
+    /// A shortest text (at most `max_len` bytes) that makes the output so far
+    /// a complete sentence of the grammar, e.g. the closing quotes, values of
+    /// the remaining required keys and brackets of a JSON answer cut off by a
+    /// token limit. `None` when there is none within `max_len`. Does not
+    /// change the state: accept the returned bytes to use them. The bytes may
+    /// start inside a UTF-8 character when the output so far ends inside one.
+    pub fn find_shortest_completion(&mut self, max_len: usize) -> Result<Option<Vec<u8>>, EngineError> {
+        if self.cur().terminated {
+            return Ok(Some(Vec::new()));
+        }
+        let g = self.g.clone();
+        let dist = g.completion_dist();
+        let set = self.cur().set.clone();
+        crate::completion::shortest_completion(&g.automaton, dist, &mut self.arena, &mut self.sc, &set.items, set.can_end, max_len)
+    }
 }

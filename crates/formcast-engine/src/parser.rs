@@ -72,6 +72,11 @@ impl Arena {
         let n = self.nodes[c as usize];
         &self.items[n.start as usize..(n.start + n.len) as usize]
     }
+    /// The items waiting in continuation `c` (empty for the root).
+    #[inline]
+    pub fn cont_items(&self, c: ContId) -> &[Item] {
+        self.items(c)
+    }
     #[inline]
     pub fn mark(&self) -> ArenaMark {
         ArenaMark(self.nodes.len() as u32, self.items.len() as u32)

@@ -335,3 +335,67 @@ fn avoiding_refuses_non_tail_recursion() {
     let e = CompiledGrammar::compile(&g, v, &CompileOptions::default(), &Budget::unlimited()).unwrap_err();
     assert!(e.to_string().contains("recursive"), "{e}");
 }
+
+#[test]
+fn shortest_completion_closes_nested_rules() {
+    // root ::= ("(" root ")")*  — after "(((" the shortest completion is ")))".
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![(
+        "root",
+        Expr::star(Expr::Seq(vec![Expr::literal("("), Expr::Rule(0), Expr::literal(")")])),
+    )]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(m.shortest_completion_len(), Some(0));
+    assert_eq!(m.find_shortest_completion(100).unwrap().unwrap(), b"");
+    assert!(m.accept_bytes(b"((()(").unwrap());
+    assert_eq!(m.shortest_completion_len(), Some(3));
+    let c = m.find_shortest_completion(100).unwrap().unwrap();
+    assert_eq!(c, b")))");
+    // Too short a limit: none.
+    assert_eq!(m.find_shortest_completion(2).unwrap(), None);
+    // The state is unchanged, and the completion is accepted.
+    assert!(!m.can_end());
+    assert!(m.accept_bytes(&c).unwrap());
+    assert!(m.can_end());
+}
+
+#[test]
+fn shortest_completion_through_calls_and_left_recursion() {
+    // root ::= "<" item ("," item)* ">"; item ::= "long-word" | "x" x
+    // x ::= x "y" | "z"   (left-recursive; shortest "z")
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![
+        (
+            "root",
+            Expr::Seq(vec![
+                Expr::literal("<"),
+                Expr::Rule(1),
+                Expr::star(Expr::Seq(vec![Expr::literal(","), Expr::Rule(1)])),
+                Expr::literal(">"),
+            ]),
+        ),
+        ("item", Expr::Alt(vec![Expr::literal("long-word"), Expr::Seq(vec![Expr::literal("x"), Expr::Rule(2)])])),
+        ("x", Expr::Alt(vec![Expr::Seq(vec![Expr::Rule(2), Expr::literal("y")]), Expr::literal("z")])),
+    ]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert_eq!(m.shortest_completion_len(), Some(4)); // <xz>
+    assert_eq!(m.find_shortest_completion(100).unwrap().unwrap(), b"<xz>");
+    assert!(m.accept_bytes(b"<long-word,lo").unwrap());
+    assert_eq!(m.find_shortest_completion(100).unwrap().unwrap(), b"ng-word>");
+    assert!(m.accept_bytes(b"ng-word,xzyy").unwrap());
+    assert_eq!(m.find_shortest_completion(100).unwrap().unwrap(), b">");
+}
+
+#[test]
+fn shortest_completion_ignores_token_level_edges() {
+    // root ::= "a" <tok 8>: no text completes it.
+    let v = vocab(TOKS, &[0, 8], &[0]);
+    let g = rules(vec![("root", Expr::Seq(vec![Expr::literal("a"), Expr::Token(8)]))]);
+    let cg = compile(&g, &v);
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_bytes(b"a").unwrap());
+    assert_eq!(m.shortest_completion_len(), None);
+    assert_eq!(m.find_shortest_completion(100).unwrap(), None);
+}

@@ -194,6 +194,25 @@ impl GrammarMatcher {
             Ok(String::from_utf8(b).expect("cut at a UTF-8 boundary"))
         })
     }
+
+    /// Length in bytes of a shortest text that completes the output so far
+    /// to a full match (0 when it already is one; None when no text can).
+    /// Cheap; does not change the state.
+    fn shortest_completion_length(&mut self) -> Option<usize> {
+        self.inner.shortest_completion_len()
+    }
+
+    /// A shortest text (bytes, at most `max_bytes`) that completes the output
+    /// so far to a full match, or None. Does not change the state; accept it
+    /// with accept_string. May start inside a UTF-8 character when the
+    /// accepted tokens end inside one.
+    #[pyo3(signature = (max_bytes=65536))]
+    fn find_shortest_completion<'py>(&mut self, py: Python<'py>, max_bytes: usize) -> PyResult<Option<Bound<'py, pyo3::types::PyBytes>>> {
+        guard(|| {
+            let b = self.inner.find_shortest_completion(max_bytes).map_err(to_py)?;
+            Ok(b.map(|b| pyo3::types::PyBytes::new(py, &b)))
+        })
+    }
 }
 
 /// Fills one bitmask row per matcher, in parallel on all cores with the GIL

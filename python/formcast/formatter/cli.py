@@ -36,6 +36,13 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=1, help="local backend: CPU threads of the model")
     g.add_argument("--n-ctx", type=int, default=4096, help="local backend: context window of one sequence")
     g.add_argument(
+        "--no-complete-on-length",
+        dest="complete_on_length",
+        action="store_false",
+        help="local backend, constrained: cut an answer where max_tokens ends instead of closing it along "
+        "the grammar's shortest completion",
+    )
+    g.add_argument(
         "--response-format",
         choices=["json_schema", "json_object"],
         default="json_schema",
@@ -54,7 +61,12 @@ def _formatter(args: argparse.Namespace) -> Any:
     if backend == "openai":
         options = {"api_key": args.api_key, "timeout": args.timeout, "schema_format": args.response_format}
     elif backend == "local":
-        options = {"threads": args.threads, "n_ctx": args.n_ctx, "num_slots": max(1, args.workers)}
+        options = {
+            "threads": args.threads,
+            "n_ctx": args.n_ctx,
+            "num_slots": max(1, args.workers),
+            "complete_on_length": args.complete_on_length,
+        }
     return Formatter(
         args.model,
         base_url=args.base_url,

@@ -164,6 +164,12 @@ class Formatter:
             out["schema_format"] = self._backend_spec[1]["schema_format"]
         if isinstance(self._backend, OpenAIBackend):
             out["model"] = self._backend._model or self.model
+        if self.constrained and backend == "local":
+            if self._backend_spec is not None:
+                value = self._backend_spec[1].get("complete_on_length", True)
+            else:
+                value = getattr(self._backend, "complete_on_length", True)
+            out["complete_on_length"] = bool(value)
         return out
 
     # -- one input -----------------------------------------------------------

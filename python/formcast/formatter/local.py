@@ -7,8 +7,11 @@ and drives it with the same decode loop as ``formcast serve``
 ``num_slots`` sequences, the token mask of a compiled grammar applied to the
 logits at every step).  Constrained requests compile the request's JSON
 Schema with :meth:`formcast.Grammar.from_json_schema` (strict: no keys beyond
-``properties``), so the output always matches the schema unless generation is
-cut off by ``max_tokens``; requests without a schema are plain prompting.
+``properties``), so the output always matches the schema; when the token
+budget (``max_tokens``, or the context window) would run out first, the
+answer is closed along the grammar's shortest completion
+(``complete_on_length``, on by default). Requests without a schema are plain
+prompting.
 
 The prompt is sent as the user turn of the model's own chat template (ChatML
 when the model ships none), optionally after a system message.
@@ -47,6 +50,13 @@ class LocalBackend:
         chat_template: a built-in template name (``chatml``, ``llama3``, ...)
             or Jinja text, instead of the model's own.
         compile_timeout_s: limit for compiling one schema into a grammar.
+        complete_on_length: constrained requests only: once the shortest text
+            that completes the answer (closing quotes, the remaining required
+            keys with their shortest values, brackets) no longer fits in the
+            tokens left, append it instead of sampling on, so an answer cut
+            by ``max_tokens`` still matches the schema (its finish reason
+            stays ``"length"``). ``False``: cut the answer where the budget
+            ends, as plain decoding does.
         runtime: an already loaded :class:`formcast.runtime.ModelRuntime` to
             use instead of loading ``model`` (it is not closed by :meth:`close`).
 
@@ -66,6 +76,7 @@ class LocalBackend:
         system_prompt: Optional[str] = None,
         chat_template: Optional[str] = None,
         compile_timeout_s: float = 30.0,
+        complete_on_length: bool = True,
         runtime: Any = None,
     ) -> None:
         from .. import GrammarCompiler
@@ -86,6 +97,7 @@ class LocalBackend:
         self.max_concurrency = runtime.num_slots
         self.system_prompt = system_prompt
         self.compile_timeout_s = compile_timeout_s
+        self.complete_on_length = complete_on_length
         self._template = resolve_template(chat_template, runtime.chat_template)
         self._compiler = GrammarCompiler(runtime.tokenizer)
         self._compile_lock = threading.Lock()
@@ -140,6 +152,7 @@ class LocalBackend:
             temperature=request.temperature,
             top_p=request.top_p,
             seed=request.seed,
+            complete_on_length=self.complete_on_length and matcher is not None,
         )
         events: queue.Queue[Any] = queue.Queue()
         job = Job(index=0, prompt=ids, params=params, emit=events.put, matcher=matcher)

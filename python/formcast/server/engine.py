@@ -47,6 +47,11 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    # Constrained jobs only: when the shortest completion of the answer no
+    # longer fits in the tokens left (max_tokens or the context window), append
+    # it instead of sampling on, so a cut-off answer still matches the grammar
+    # (finish reason "length", with a note). See Engine._close_at_budget.
+    complete_on_length: bool = False
 
 
 @dataclass
@@ -332,6 +337,8 @@ class Engine:
         else:
             out = text
         j.emit(TokenEvent(j.index, out, [token], logprobs))
+        if p.complete_on_length and j.matcher is not None and self._close_at_budget(j):
+            return
         if j.matcher is not None and j.matcher.is_terminated():
             done_reason = "stop"
         elif len(j.generated) >= p.max_tokens:
@@ -341,14 +348,78 @@ class Engine:
         if done_reason is not None:
             self._finish(j, done_reason, flush=True)
 
-    def _finish(self, j: Job, reason: str, *, flush: bool) -> None:
-        note = None
+    def _close_at_budget(self, j: Job) -> bool:
+        """Ends a constrained job along the grammar's shortest completion
+        when that completion no longer fits in the tokens left after this
+        one; returns whether it did.
+
+        The check is cheap (the completion's length in bytes, an upper bound
+        on its tokens, since every byte has a token in the vocabularies the
+        engine supports); the completion text is only built and tokenized
+        once that bound reaches the tokens left, and appended when its tokens
+        do. The answer thus ends within ``max_tokens`` unless a single token
+        lengthens the completion past the tokens left (e.g. one that opens an
+        object with many required keys): then the completion still closes it,
+        overshooting ``max_tokens`` by as little as possible.
+        """
+        m = j.matcher
+        if m.is_terminated() or m.can_terminate():
+            return False
+        left = min(j.params.max_tokens - len(j.generated), self.runtime.n_ctx - j.pos - 1)
+        n = m.shortest_completion_length()
+        if n is None or n < left:
+            return False
+        completion = m.find_shortest_completion(max(n, 1))
+        if completion is None:  # pragma: no cover - n says there is one
+            return False
+        ids = self._completion_ids(m, completion)  # accepted by m when not None
+        n_tokens = len(ids) if ids is not None else len(completion)
+        if n_tokens < left:  # still fits later: sample on
+            if ids:
+                m.rollback(len(ids))
+            return False
+        if ids is None and not m.accept_string(completion):  # pragma: no cover - the grammar produced it
+            j.emit(ErrorEvent(j.index, "internal error: the grammar rejected its own completion"))
+            self._release(j)
+            return True
+        j.generated.extend(ids or [])
+        if self.metrics is not None:
+            self.metrics.generation_tokens.inc(n_tokens)
+        text = j.text_held + j.decoder.decode(completion) + j.decoder.decode(b"", final=True)
+        j.text_held = ""
+        if text:
+            j.emit(TokenEvent(j.index, text, list(ids or []), []))
+        note = (
+            f"the token limit was reached inside the answer: it was closed along the grammar's "
+            f"shortest completion ({len(completion)} bytes, {n_tokens} tokens)"
+        )
+        self._finish(j, "length", flush=False, note=note)
+        return True
+
+    def _completion_ids(self, m: GrammarMatcher, completion: bytes) -> Optional[list[int]]:
+        """Token ids for ``completion``, accepted by ``m`` one by one; None
+        (nothing accepted) when the text does not tokenize into tokens the
+        matcher takes, e.g. when it starts inside a UTF-8 character."""
+        try:
+            text = completion.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        ids = self.runtime.tokenize(text, add_special=False, parse_special=False)
+        for k, t in enumerate(ids):
+            if not m.accept_token(t):
+                m.rollback(k)
+                return None
+        return ids
+
+    def _finish(self, j: Job, reason: str, *, flush: bool, note: Optional[str] = None) -> None:
         if flush:
             tail = j.text_held + j.decoder.decode(b"", final=True)
             j.text_held = ""
             if tail:
                 j.emit(TokenEvent(j.index, tail, [], []))
-        if reason == "length" and j.matcher is not None:
+        if note is not None:
+            pass  # the caller explains the end
+        elif reason == "length" and j.matcher is not None:
             if j.matcher.can_terminate():
                 reason = "stop"  # the constrained answer is complete
             else:
