@@ -55,6 +55,13 @@ pub struct VocabIndex {
     /// node's subtree starts; a subtree's tokens are
     /// `node_tokens[tok_base[i]..tok_base[nodes[i].end]]`.
     pub tok_base: Vec<u32>,
+    /// Per node: when every path strictly below it is a prefix of
+    /// unescaped JSON string text (see [`text_next`]) read from a character
+    /// boundary, the most characters any such path starts; `u16::MAX`
+    /// otherwise. Lets a partition walk accept at once a subtree of
+    /// multi-byte UTF-8 text from a state that takes that many characters
+    /// of any text (a JSON string body, or one with room left).
+    pub text_chars: Vec<u16>,
     /// Per-DFA-state vocabulary partitions, shared by every grammar compiled
     /// for this vocabulary (see [`crate::partition`]).
     pub partitions: PartitionCache,
@@ -62,6 +69,39 @@ pub struct VocabIndex {
 
 /// Byte budget of the shared partition cache.
 const PARTITION_CACHE_BYTES: usize = 256 << 20;
+
+/// No transition in the text decoder ([`text_next`]).
+pub const TEXT_DEAD: u8 = u8::MAX;
+
+/// The decoder of unescaped JSON string text: well-formed UTF-8 (no
+/// overlong forms, surrogates or values past U+10FFFF) of the characters a
+/// JSON string may hold literally (U+0020 and up, except `"` and `\`).
+/// States: 0 character boundary, 1–3 that many continuation bytes still
+/// due, 4 after E0 (A0–BF next), 5 after ED (80–9F), 6 after F0 (90–BF),
+/// 7 after F4 (80–8F). Only states 1–7 accept continuation bytes (80–BF).
+#[inline]
+pub fn text_next(r: u8, b: u8) -> u8 {
+    let cont = (0x80..=0xBF).contains(&b);
+    match r {
+        0 => match b {
+            0x20..=0x21 | 0x23..=0x5B | 0x5D..=0x7F => 0,
+            0xC2..=0xDF => 1,
+            0xE0 => 4,
+            0xE1..=0xEC | 0xEE..=0xEF => 2,
+            0xED => 5,
+            0xF0 => 6,
+            0xF1..=0xF3 => 3,
+            0xF4 => 7,
+            _ => TEXT_DEAD,
+        },
+        1..=3 if cont => r - 1,
+        4 if (0xA0..=0xBF).contains(&b) => 1,
+        5 if (0x80..=0x9F).contains(&b) => 1,
+        6 if (0x90..=0xBF).contains(&b) => 2,
+        7 if (0x80..=0x8F).contains(&b) => 2,
+        _ => TEXT_DEAD,
+    }
+}
 
 impl VocabIndex {
     /// Builds the index (sorting and laying out the trie).
@@ -139,6 +179,26 @@ impl VocabIndex {
                 p[k] |= mine[k];
             }
         }
+        // Bottom-up: from which decoder states every path below a node is
+        // text (bit r: from state r), and how many characters the longest
+        // path below starts.
+        let mut ok_from = vec![u8::MAX; nodes.len()];
+        let mut chars = vec![0u16; nodes.len()];
+        for i in (1..nodes.len()).rev() {
+            let b = nodes[i].byte;
+            let mut mine = 0u8;
+            for r in 0..8u8 {
+                let n = text_next(r, b);
+                if n != TEXT_DEAD && ok_from[i] >> n & 1 == 1 {
+                    mine |= 1 << r;
+                }
+            }
+            let p = parent[i] as usize;
+            ok_from[p] &= mine;
+            let c = chars[i].saturating_add(u16::from(!(0x80..0xC0).contains(&b)));
+            chars[p] = chars[p].max(c);
+        }
+        let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -152,6 +212,7 @@ impl VocabIndex {
             below,
             height,
             tok_base,
+            text_chars,
             partitions: PartitionCache::new(PARTITION_CACHE_BYTES),
         })
     }
