@@ -165,36 +165,52 @@ impl VocabIndex {
         nodes[0].end = total;
         tok_base.push(node_tokens.len() as u32);
         // Children come after their parent in DFS order: fold bottom-up.
+        // Also per node: from which text decoder states every path below is
+        // text (bit r: from state r), and how many characters the longest
+        // path below starts.
         let mut below = vec![[0u64; 4]; nodes.len()];
         let mut height = vec![0u16; nodes.len()];
+        let mut ok_from = vec![u8::MAX; nodes.len()];
+        let mut chars = vec![0u16; nodes.len()];
+        // Per byte: the decoder's moves, and the states a byte followed by
+        // anything (a leaf below) is text from.
+        let mut moves = [[TEXT_DEAD; 8]; 256];
+        let mut from_any = [0u8; 256];
+        for b in 0..=255u8 {
+            for r in 0..8u8 {
+                moves[b as usize][r as usize] = text_next(r, b);
+                if text_next(r, b) != TEXT_DEAD {
+                    from_any[b as usize] |= 1 << r;
+                }
+            }
+        }
         for i in (1..nodes.len()).rev() {
+            let p = parent[i] as usize;
             let h = height[i].saturating_add(1);
-            let hp = &mut height[parent[i] as usize];
+            let hp = &mut height[p];
             *hp = (*hp).max(h);
             let mut mine = below[i];
             let b = nodes[i].byte;
             mine[b as usize / 64] |= 1 << (b % 64);
-            let p = &mut below[parent[i] as usize];
+            let pb = &mut below[p];
             for k in 0..4 {
-                p[k] |= mine[k];
+                pb[k] |= mine[k];
             }
-        }
-        // Bottom-up: from which decoder states every path below a node is
-        // text (bit r: from state r), and how many characters the longest
-        // path below starts.
-        let mut ok_from = vec![u8::MAX; nodes.len()];
-        let mut chars = vec![0u16; nodes.len()];
-        for i in (1..nodes.len()).rev() {
-            let b = nodes[i].byte;
-            let mut mine = 0u8;
-            for r in 0..8u8 {
-                let n = text_next(r, b);
-                if n != TEXT_DEAD && ok_from[i] >> n & 1 == 1 {
-                    mine |= 1 << r;
+            let ok = ok_from[i];
+            let text_from = match ok {
+                u8::MAX => from_any[b as usize],
+                0 => 0,
+                _ => {
+                    let mut m = 0u8;
+                    for (r, &n) in moves[b as usize].iter().enumerate() {
+                        if n != TEXT_DEAD && ok >> n & 1 == 1 {
+                            m |= 1 << r;
+                        }
+                    }
+                    m
                 }
-            }
-            let p = parent[i] as usize;
-            ok_from[p] &= mine;
+            };
+            ok_from[p] &= text_from;
             let c = chars[i].saturating_add(u16::from(!(0x80..0xC0).contains(&b)));
             chars[p] = chars[p].max(c);
         }
@@ -273,5 +289,32 @@ mod tests {
         let bit = |set: [u64; 4], b: u8| set[b as usize / 64] >> (b % 64) & 1 == 1;
         assert!(bit(idx.below[1], b'b') && bit(idx.below[1], b'c') && !bit(idx.below[1], b'a'));
         assert_eq!(idx.below[3], [0; 4]);
+    }
+
+    #[test]
+    fn text_chars_count_characters_of_well_formed_text_below() {
+        let v = vocab(&[b"x", "xé".as_bytes(), "xéa".as_bytes(), b"y", b"y\"", b"z", b"z\xc3", b"w", b"w\xed\xa0\x80"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let node = |t: &[u8]| {
+            let mut i = 0usize;
+            for &b in t {
+                // Children of `i`: from `i + 1`, each after its predecessor's subtree.
+                let mut j = i + 1;
+                while idx.nodes[j].byte != b {
+                    j = idx.nodes[j].end as usize;
+                }
+                i = j;
+            }
+            i
+        };
+        // "é" then "a": two characters below "x"; below the lead byte of
+        // "é" the path starts mid-character.
+        assert_eq!(idx.text_chars[node(b"x")], 2);
+        assert_eq!(idx.text_chars[node("xé".as_bytes())], 1);
+        assert_eq!(idx.text_chars[node(b"x\xc3")], u16::MAX);
+        assert_eq!(idx.text_chars[node(b"y")], u16::MAX);
+        // A lone lead byte is a text prefix; a surrogate is not.
+        assert_eq!(idx.text_chars[node(b"z")], 1);
+        assert_eq!(idx.text_chars[node(b"w")], u16::MAX);
     }
 }
