@@ -228,6 +228,9 @@ pub struct Skip {
 
 const TEXT_UNKNOWN: u32 = u32::MAX - 1;
 
+/// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
+const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
+
 /// The skip of state `t` (memoized in `memo`): its bytes are those leading
 /// to its most common interior successor (itself when it loops), its run
 /// one more than the successor's when the successor's bytes include them.
@@ -442,7 +445,11 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         let chars = v.text_chars[i];
         if !whole && chars != u16::MAX {
             if sk.text == TEXT_UNKNOWN {
-                sk.text = text_run(a, t, cap, texts);
+                // A state taking every character of text moves on all its
+                // ASCII characters alike, so they are among its skip's bytes
+                // (checked first: most states fail here, cheaply).
+                let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
+                sk.text = if ascii { text_run(a, t, cap, texts) } else { 0 };
                 if let Some(k) = skips.get_mut(&t) {
                     k.text = sk.text;
                 }
@@ -461,4 +468,17 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     }
     memo.give_back(memo_now);
     (StoredMask::from_ids(accept, v.logits_size), frontier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_text_bytes_are_the_decoders_single_byte_characters() {
+        for b in 0..=255u8 {
+            let set = ASCII_TEXT[b as usize / 64] >> (b % 64) & 1 == 1;
+            assert_eq!(set, b < 0x80 && text_next(0, b) == 0, "byte {b:#x}");
+        }
+    }
 }
