@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::{flags, Automaton, StateId, DEAD};
 use crate::mask::StoredMask;
 use crate::parser::mix;
-use crate::vocab_index::VocabIndex;
+use crate::vocab_index::{text_next, VocabIndex, TEXT_DEAD};
 
 /// The vocabulary as seen from one DFA state, ignoring the parser stack.
 ///
@@ -162,17 +162,25 @@ fn signature_key(sig: &[u32]) -> u128 {
 /// The skips of one automaton's states, kept across its walks: every walk
 /// of a grammar meets mostly the same states (string bodies, key tails).
 #[derive(Debug, Default)]
-pub struct SkipMemo(Mutex<FxHashMap<StateId, Skip>>);
+pub struct SkipMemo(Mutex<Skips>);
+
+/// Per state: its [`Skip`], and its text run (see [`text_run`]), each
+/// computed on first need.
+#[derive(Debug, Default)]
+struct Skips {
+    skips: FxHashMap<StateId, Skip>,
+    texts: FxHashMap<StateId, u32>,
+}
 
 impl SkipMemo {
     /// Takes the memo out (a concurrent walk starts empty instead of waiting).
-    fn take(&self) -> FxHashMap<StateId, Skip> {
+    fn take(&self) -> Skips {
         self.0.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
     }
 
-    fn give_back(&self, skips: FxHashMap<StateId, Skip>) {
+    fn give_back(&self, skips: Skips) {
         if let Ok(mut m) = self.0.lock() {
-            if m.len() < skips.len() {
+            if m.skips.len() + m.texts.len() < skips.skips.len() + skips.texts.len() {
                 *m = skips;
             }
         }
@@ -213,7 +221,15 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
 pub struct Skip {
     bytes: [u64; 4],
     run: u32,
+    /// The state's text run ([`text_run`]) once a walk needed it
+    /// (`TEXT_UNKNOWN` before).
+    text: u32,
 }
+
+const TEXT_UNKNOWN: u32 = u32::MAX - 1;
+
+/// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
+const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
 
 /// The skip of state `t` (memoized in `memo`): its bytes are those leading
 /// to its most common interior successor (itself when it loops), its run
@@ -260,7 +276,7 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
                 cur = u;
             }
             _ => {
-                let k = Skip { bytes: loop_bytes, run: if loops > 0 { u32::MAX } else { 0 } };
+                let k = Skip { bytes: loop_bytes, run: if loops > 0 { u32::MAX } else { 0 }, text: TEXT_UNKNOWN };
                 memo.insert(cur, k);
                 tail_run = k.run;
                 break;
@@ -274,9 +290,106 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
     for &(s, bytes, _) in chain.iter().rev() {
         let extends = next_bytes.is_some_and(|nb| (0..4).all(|k| bytes[k] & !nb[k] == 0));
         let run = if extends { run_after.saturating_add(1) } else { 1 };
-        memo.insert(s, Skip { bytes, run });
+        memo.insert(s, Skip { bytes, run, text: TEXT_UNKNOWN });
         next_bytes = Some(bytes);
         run_after = run;
+    }
+    memo[&t]
+}
+
+fn interior(a: &Automaton, u: StateId) -> bool {
+    u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0
+}
+
+/// The state every character of text ([`text_next`]) leads `u` to, when
+/// there is one and every byte of the way is an interior state (neither
+/// dead, finishing nor calling); `None` otherwise.
+fn text_successor(a: &Automaton, u: StateId) -> Option<StateId> {
+    let mut next: Option<StateId> = None;
+    // (state, decoder state) pairs inside a character.
+    let mut inside: Vec<(StateId, u8)> = Vec::new();
+    let step = |w: StateId, r: u8, b: u8, next: &mut Option<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
+        let r2 = text_next(r, b);
+        if r2 == TEXT_DEAD {
+            return true;
+        }
+        let w2 = a.next(w, b);
+        if !interior(a, w2) {
+            return false;
+        }
+        if r2 == 0 {
+            *next.get_or_insert(w2) == w2
+        } else {
+            if !inside.contains(&(w2, r2)) {
+                inside.push((w2, r2));
+            }
+            inside.len() <= 64
+        }
+    };
+    for b in 0..=255u8 {
+        if !step(u, 0, b, &mut next, &mut inside) {
+            return None;
+        }
+    }
+    let mut k = 0;
+    while k < inside.len() {
+        let (w, r) = inside[k];
+        k += 1;
+        for b in 0x80..=0xBFu8 {
+            if !step(w, r, b, &mut next, &mut inside) {
+                return None;
+            }
+        }
+    }
+    next
+}
+
+/// How many characters of text ([`text_next`]) `t` takes for sure, at
+/// least up to `cap`: every text of at most that many characters (the last
+/// possibly incomplete) leads from `t` through interior states only
+/// (`u32::MAX`: any number, a string body's loop). Follows the chain of
+/// states that take every character alike to the same successor (a
+/// length-bounded string counts characters down along it); a state that
+/// does not is given 0. A chain longer than `cap` is cut there (its states
+/// get lower bounds: `cap` for the first, one less for each next).
+/// Memoized in `memo`.
+fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u32>) -> u32 {
+    if let Some(&n) = memo.get(&t) {
+        return n;
+    }
+    let mut chain: Vec<StateId> = Vec::new();
+    let mut on_chain: rustc_hash::FxHashSet<StateId> = Default::default();
+    let mut cur = t;
+    let tail = loop {
+        if let Some(&n) = memo.get(&cur) {
+            break n;
+        }
+        if chain.len() as u32 >= cap.max(1) {
+            break 0;
+        }
+        match text_successor(a, cur) {
+            None => {
+                memo.insert(cur, 0);
+                break 0;
+            }
+            Some(u) if u == cur || on_chain.contains(&u) => {
+                // A cycle taking every character: never leaves the interior.
+                chain.push(cur);
+                break u32::MAX;
+            }
+            Some(u) => {
+                chain.push(cur);
+                on_chain.insert(cur);
+                cur = u;
+            }
+        }
+    };
+    let mut run = tail;
+    for &s in chain.iter().rev() {
+        if run != u32::MAX {
+            run = (run + 1).min(TEXT_UNKNOWN - 1);
+        }
+        memo.insert(s, run);
     }
     memo[&t]
 }
@@ -286,7 +399,12 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     let nodes = &v.nodes;
     let mut accept: Vec<u32> = Vec::new();
     let mut frontier = Vec::new();
-    let mut skips = memo.take();
+    let mut memo_now = memo.take();
+    let Skips { skips, texts } = &mut memo_now;
+    // Text runs past the longest token are never needed.
+    let cap = v.max_token_len as u32;
+    // The last state's skip: consecutive nodes often share their state.
+    let mut last: Option<(StateId, Skip)> = None;
     // (subtree end, state) per depth.
     let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
     let mut i = 1usize;
@@ -307,22 +425,60 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
             i = node.end as usize;
             continue;
         }
+        if node.end as usize == i + 1 {
+            // A leaf: its tokens end on an interior state.
+            accept.extend_from_slice(v.tokens_at(i));
+            i += 1;
+            continue;
+        }
         // Every path below stays on a run of interior states (a loop inside
         // a string, a length-bounded string with room left): the whole
         // subtree is accepted without visiting it.
-        let sk = skip_of(a, t, &mut skips);
+        let mut sk = match last {
+            Some((u, sk)) if u == t => sk,
+            _ => skip_of(a, t, skips),
+        };
         let below = v.below[i];
-        if sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0) {
+        let mut whole = sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0);
+        // Or the subtree is JSON string text (multi-byte characters), and
+        // the state takes as many characters of any text as it holds.
+        let chars = v.text_chars[i];
+        if !whole && chars != u16::MAX {
+            if sk.text == TEXT_UNKNOWN {
+                // A state taking every character of text moves on all its
+                // ASCII characters alike, so they are among its skip's bytes
+                // (checked first: most states fail here, cheaply).
+                let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
+                sk.text = if ascii { text_run(a, t, cap, texts) } else { 0 };
+                if let Some(k) = skips.get_mut(&t) {
+                    k.text = sk.text;
+                }
+            }
+            whole = sk.text >= chars as u32;
+        }
+        last = Some((t, sk));
+        if whole {
             accept.extend_from_slice(v.subtree_tokens(i));
             i = node.end as usize;
             continue;
         }
         accept.extend_from_slice(v.tokens_at(i));
-        if node.end as usize > i + 1 {
-            stack.push((node.end, t));
-        }
+        stack.push((node.end, t));
         i += 1;
     }
-    memo.give_back(skips);
+    memo.give_back(memo_now);
     (StoredMask::from_ids(accept, v.logits_size), frontier)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ascii_text_bytes_are_the_decoders_single_byte_characters() {
+        for b in 0..=255u8 {
+            let set = ASCII_TEXT[b as usize / 64] >> (b % 64) & 1 == 1;
+            assert_eq!(set, b < 0x80 && text_next(0, b) == 0, "byte {b:#x}");
+        }
+    }
 }

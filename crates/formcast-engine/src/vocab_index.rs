@@ -55,6 +55,13 @@ pub struct VocabIndex {
     /// node's subtree starts; a subtree's tokens are
     /// `node_tokens[tok_base[i]..tok_base[nodes[i].end]]`.
     pub tok_base: Vec<u32>,
+    /// Per node: when every path strictly below it is a prefix of
+    /// unescaped JSON string text (see [`text_next`]) read from a character
+    /// boundary, the most characters any such path starts; `u16::MAX`
+    /// otherwise. Lets a partition walk accept at once a subtree of
+    /// multi-byte UTF-8 text from a state that takes that many characters
+    /// of any text (a JSON string body, or one with room left).
+    pub text_chars: Vec<u16>,
     /// Per-DFA-state vocabulary partitions, shared by every grammar compiled
     /// for this vocabulary (see [`crate::partition`]).
     pub partitions: PartitionCache,
@@ -62,6 +69,39 @@ pub struct VocabIndex {
 
 /// Byte budget of the shared partition cache.
 const PARTITION_CACHE_BYTES: usize = 256 << 20;
+
+/// No transition in the text decoder ([`text_next`]).
+pub const TEXT_DEAD: u8 = u8::MAX;
+
+/// The decoder of unescaped JSON string text: well-formed UTF-8 (no
+/// overlong forms, surrogates or values past U+10FFFF) of the characters a
+/// JSON string may hold literally (U+0020 and up, except `"` and `\`).
+/// States: 0 character boundary, 1–3 that many continuation bytes still
+/// due, 4 after E0 (A0–BF next), 5 after ED (80–9F), 6 after F0 (90–BF),
+/// 7 after F4 (80–8F). Only states 1–7 accept continuation bytes (80–BF).
+#[inline]
+pub fn text_next(r: u8, b: u8) -> u8 {
+    let cont = (0x80..=0xBF).contains(&b);
+    match r {
+        0 => match b {
+            0x20..=0x21 | 0x23..=0x5B | 0x5D..=0x7F => 0,
+            0xC2..=0xDF => 1,
+            0xE0 => 4,
+            0xE1..=0xEC | 0xEE..=0xEF => 2,
+            0xED => 5,
+            0xF0 => 6,
+            0xF1..=0xF3 => 3,
+            0xF4 => 7,
+            _ => TEXT_DEAD,
+        },
+        1..=3 if cont => r - 1,
+        4 if (0xA0..=0xBF).contains(&b) => 1,
+        5 if (0x80..=0x9F).contains(&b) => 1,
+        6 if (0x90..=0xBF).contains(&b) => 2,
+        7 if (0x80..=0x8F).contains(&b) => 2,
+        _ => TEXT_DEAD,
+    }
+}
 
 impl VocabIndex {
     /// Builds the index (sorting and laying out the trie).
@@ -125,20 +165,56 @@ impl VocabIndex {
         nodes[0].end = total;
         tok_base.push(node_tokens.len() as u32);
         // Children come after their parent in DFS order: fold bottom-up.
+        // Also per node: from which text decoder states every path below is
+        // text (bit r: from state r), and how many characters the longest
+        // path below starts.
         let mut below = vec![[0u64; 4]; nodes.len()];
         let mut height = vec![0u16; nodes.len()];
+        let mut ok_from = vec![u8::MAX; nodes.len()];
+        let mut chars = vec![0u16; nodes.len()];
+        // Per byte: the decoder's moves, and the states a byte followed by
+        // anything (a leaf below) is text from.
+        let mut moves = [[TEXT_DEAD; 8]; 256];
+        let mut from_any = [0u8; 256];
+        for b in 0..=255u8 {
+            for r in 0..8u8 {
+                moves[b as usize][r as usize] = text_next(r, b);
+                if text_next(r, b) != TEXT_DEAD {
+                    from_any[b as usize] |= 1 << r;
+                }
+            }
+        }
         for i in (1..nodes.len()).rev() {
+            let p = parent[i] as usize;
             let h = height[i].saturating_add(1);
-            let hp = &mut height[parent[i] as usize];
+            let hp = &mut height[p];
             *hp = (*hp).max(h);
             let mut mine = below[i];
             let b = nodes[i].byte;
             mine[b as usize / 64] |= 1 << (b % 64);
-            let p = &mut below[parent[i] as usize];
+            let pb = &mut below[p];
             for k in 0..4 {
-                p[k] |= mine[k];
+                pb[k] |= mine[k];
             }
+            let ok = ok_from[i];
+            let text_from = match ok {
+                u8::MAX => from_any[b as usize],
+                0 => 0,
+                _ => {
+                    let mut m = 0u8;
+                    for (r, &n) in moves[b as usize].iter().enumerate() {
+                        if n != TEXT_DEAD && ok >> n & 1 == 1 {
+                            m |= 1 << r;
+                        }
+                    }
+                    m
+                }
+            };
+            ok_from[p] &= text_from;
+            let c = chars[i].saturating_add(u16::from(!(0x80..0xC0).contains(&b)));
+            chars[p] = chars[p].max(c);
         }
+        let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -152,6 +228,7 @@ impl VocabIndex {
             below,
             height,
             tok_base,
+            text_chars,
             partitions: PartitionCache::new(PARTITION_CACHE_BYTES),
         })
     }
@@ -212,5 +289,32 @@ mod tests {
         let bit = |set: [u64; 4], b: u8| set[b as usize / 64] >> (b % 64) & 1 == 1;
         assert!(bit(idx.below[1], b'b') && bit(idx.below[1], b'c') && !bit(idx.below[1], b'a'));
         assert_eq!(idx.below[3], [0; 4]);
+    }
+
+    #[test]
+    fn text_chars_count_characters_of_well_formed_text_below() {
+        let v = vocab(&[b"x", "xé".as_bytes(), "xéa".as_bytes(), b"y", b"y\"", b"z", b"z\xc3", b"w", b"w\xed\xa0\x80"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let node = |t: &[u8]| {
+            let mut i = 0usize;
+            for &b in t {
+                // Children of `i`: from `i + 1`, each after its predecessor's subtree.
+                let mut j = i + 1;
+                while idx.nodes[j].byte != b {
+                    j = idx.nodes[j].end as usize;
+                }
+                i = j;
+            }
+            i
+        };
+        // "é" then "a": two characters below "x"; below the lead byte of
+        // "é" the path starts mid-character.
+        assert_eq!(idx.text_chars[node(b"x")], 2);
+        assert_eq!(idx.text_chars[node("xé".as_bytes())], 1);
+        assert_eq!(idx.text_chars[node(b"x\xc3")], u16::MAX);
+        assert_eq!(idx.text_chars[node(b"y")], u16::MAX);
+        // A lone lead byte is a text prefix; a surrogate is not.
+        assert_eq!(idx.text_chars[node(b"z")], 1);
+        assert_eq!(idx.text_chars[node(b"w")], u16::MAX);
     }
 }

@@ -399,3 +399,80 @@ fn shortest_completion_ignores_token_level_edges() {
     assert_eq!(m.shortest_completion_len(), None);
     assert_eq!(m.find_shortest_completion(100).unwrap(), None);
 }
+
+/// Masks inside JSON-string-like bodies (unbounded, length-bounded — some
+/// bounds past the longest token —, with a narrower character set) equal
+/// token-by-token acceptance over a vocabulary of multi-byte UTF-8 text
+/// mixed with quotes, backslashes, control bytes, and partial or ill-formed
+/// sequences: exercises the subtree skips of the partition walk (a subtree
+/// of text is accepted whole only when every path in it is).
+#[test]
+fn string_body_masks_match_token_acceptance() {
+    let mut toks: Vec<Vec<u8>> = vec![b"<eos>".to_vec()];
+    let valid: [&[u8]; 11] = [
+        b"a", b"b", b" ", b"\x7f", "é".as_bytes(), "€".as_bytes(), "𝄞".as_bytes(), "\u{d7ff}".as_bytes(),
+        "\u{10ffff}".as_bytes(), "ü".as_bytes(), "\u{ffff}".as_bytes(),
+    ];
+    let other: [&[u8]; 14] = [
+        b"\"", b"\\", b"\x1f", b"\xc3", b"\xe2\x82", b"\xf0\x9d", b"\x84\x9e", b"\xa9", b"\xed\xa0\x80", b"\xc0\x80",
+        b"\xf4\x90\x80\x80", b"\xe0\x80\x80", b"\xf5", b"\xf0\x9d\x84",
+    ];
+    // Every concatenation of up to three valid pieces and "a" after three
+    // (deep subtrees of text), and of one or two valid pieces with one
+    // other piece.
+    for x in &valid {
+        toks.push(x.to_vec());
+        for y in &valid {
+            toks.push([*x, *y].concat());
+            for z in &valid {
+                toks.push([*x, *y, *z].concat());
+                toks.push([*x, *y, *z, b"a"].concat());
+            }
+        }
+        for o in &other {
+            toks.push([*x, *o].concat());
+            toks.push([*o, *x].concat());
+            toks.push([*x, *x, *o].concat());
+            toks.push([*x, *o, *x].concat());
+        }
+    }
+    for o in &other {
+        toks.push(o.to_vec());
+    }
+    let n = toks.len();
+    let vi = Arc::new(
+        VocabIndex::new(&Vocab { tokens: toks, special: vec![0], stop: vec![0], logits_size: n, kind: VocabKind::Raw }).unwrap(),
+    );
+    let body = |set: Vec<(u32, u32)>, min: u32, max: Option<u32>| {
+        Expr::Seq(vec![
+            Expr::literal("\""),
+            Expr::Repeat { expr: Box::new(Expr::Chars(set)), min, max },
+            Expr::literal("\""),
+        ])
+    };
+    let text = vec![(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x10FFFF)];
+    let narrow = vec![(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E), (0xA0, 0xFFFF)];
+    let with_controls = vec![(0x01, 0x21), (0x23, 0x10FFFF)];
+    let long: String = "é".repeat(30);
+    for (root, prefixes) in [
+        (body(text.clone(), 0, None), vec!["\"".to_string(), "\"é".into(), "\"\u{1d11e}".into()]),
+        (body(text.clone(), 2, Some(5)), vec!["\"".into(), "\"a".into(), "\"ab".into(), "\"abc".into(), "\"abcd".into(), "\"abcdé".into()]),
+        (body(text.clone(), 0, Some(1)), vec!["\"".into()]),
+        (body(text.clone(), 0, Some(40)), vec!["\"".into(), format!("\"{long}"), format!("\"{long}abcdefg")]),
+        (body(narrow, 0, None), vec!["\"".into(), "\"ü".into()]),
+        (body(with_controls, 0, Some(3)), vec!["\"".into(), "\"\\".into()]),
+    ] {
+        let g = rules(vec![("root", root)]);
+        let cg = compile(&g, &vi);
+        for p in prefixes {
+            let fresh = || {
+                let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+                assert!(m.accept_bytes(p.as_bytes()).unwrap());
+                m
+            };
+            let got = allowed(&mut fresh());
+            let want: Vec<u32> = (0..n as u32).filter(|&t| fresh().accept_token(t).unwrap()).collect();
+            assert_eq!(got, want, "prefix {p:?}");
+        }
+    }
+}
