@@ -13,7 +13,6 @@
 //! computation relies on this: a non-empty item set after a byte means the
 //! bytes so far are a viable prefix.
 
-use std::collections::hash_map::Entry;
 
 use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
@@ -219,18 +218,7 @@ impl<'a> NfaBuilder<'a> {
                     self.states[from as usize].calls.push((*r, to));
                 }
             }
-            Expr::Seq(items) => {
-                if items.is_empty() {
-                    self.states[from as usize].eps.push(to);
-                } else {
-                    let mut cur = from;
-                    for (i, item) in items.iter().enumerate() {
-                        let nxt = if i + 1 == items.len() { to } else { self.new_state()? };
-                        self.build(item, cur, nxt, depth + 1)?;
-                        cur = nxt;
-                    }
-                }
-            }
+            Expr::Seq(items) => self.build_seq(items, from, to, depth)?,
             Expr::Alt(alts) => {
                 for a in alts {
                     self.build(a, from, to, depth + 1)?;
@@ -293,6 +281,20 @@ impl<'a> NfaBuilder<'a> {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
                 self.build(&lowered, from, to, depth + 1)?;
             }
+        }
+        Ok(())
+    }
+
+    fn build_seq(&mut self, items: &[Expr], from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+        if items.is_empty() {
+            self.states[from as usize].eps.push(to);
+            return Ok(());
+        }
+        let mut cur = from;
+        for (i, item) in items.iter().enumerate() {
+            let nxt = if i + 1 == items.len() { to } else { self.new_state()? };
+            self.build(item, cur, nxt, depth + 1)?;
+            cur = nxt;
         }
         Ok(())
     }
@@ -711,30 +713,77 @@ struct RuleDfa {
     accepting: Vec<bool>,
 }
 
-/// Closes `set` under ε-edges, then keeps only the states that matter for
-/// behaviour (those with input edges, and the accepting state): sets that
-/// differ only in pass-through states become the same DFA state.
-fn eps_closure(nfa: &[NState], accept: u32, set: &mut Vec<u32>, mark: &mut [u32], stamp: u32) {
-    let mut stack: Vec<u32> = set.clone();
-    for &s in set.iter() {
-        mark[s as usize] = stamp;
-    }
-    while let Some(s) = stack.pop() {
-        for &t in &nfa[s as usize].eps {
-            if mark[t as usize] != stamp {
-                mark[t as usize] = stamp;
-                set.push(t);
-                stack.push(t);
-            }
-        }
-    }
-    set.retain(|&s| {
-        let n = &nfa[s as usize];
-        s == accept || !n.bytes.is_empty() || !n.calls.is_empty() || !n.tokens.is_empty() || !n.excepts.is_empty() || n.tick.is_some()
-    });
-    set.sort_unstable();
+/// ε-closures of NFA state sets, with the buffers reused across a whole
+/// determinization (it interns thousands of sets; allocating per set was
+/// most of its cost).
+struct Closer<'n> {
+    nfa: &'n [NState],
+    /// States that matter for behaviour: those with input edges, and the
+    /// accepting state. Sets that differ only in pass-through states are the
+    /// same DFA state.
+    relevant: Vec<bool>,
+    mark: Vec<u32>,
+    stamp: u32,
+    stack: Vec<u32>,
 }
 
+impl<'n> Closer<'n> {
+    fn new(nfa: &'n [NState], accept: u32) -> Self {
+        let relevant = nfa
+            .iter()
+            .enumerate()
+            .map(|(s, n)| {
+                s as u32 == accept || !n.bytes.is_empty() || !n.calls.is_empty() || !n.tokens.is_empty() || !n.excepts.is_empty() || n.tick.is_some()
+            })
+            .collect();
+        Closer { nfa, relevant, mark: vec![0; nfa.len()], stamp: 0, stack: Vec::new() }
+    }
+
+    /// The relevant states ε-reachable from `seeds`, sorted, into `out`.
+    fn close(&mut self, seeds: impl IntoIterator<Item = u32>, out: &mut Vec<u32>) {
+        self.stamp += 1;
+        let stamp = self.stamp;
+        out.clear();
+        for s in seeds {
+            if self.mark[s as usize] != stamp {
+                self.mark[s as usize] = stamp;
+                self.stack.push(s);
+            }
+        }
+        while let Some(s) = self.stack.pop() {
+            if self.relevant[s as usize] {
+                out.push(s);
+            }
+            for &t in &self.nfa[s as usize].eps {
+                if self.mark[t as usize] != stamp {
+                    self.mark[t as usize] = stamp;
+                    self.stack.push(t);
+                }
+            }
+        }
+        out.sort_unstable();
+    }
+}
+
+/// The DFA states found so far: NFA state sets, interned.
+struct Interner {
+    index: FxHashMap<Vec<u32>, u32>,
+    sets: Vec<Vec<u32>>,
+}
+
+impl Interner {
+    fn id(&mut self, set: &[u32]) -> u32 {
+        if let Some(&id) = self.index.get(set) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.sets.push(set.to_vec());
+        self.index.insert(set.to_vec(), id);
+        id
+    }
+}
+
+/// Subset construction of one rule's NFA (`start` to `accept`).
 fn determinize(
     nfa: &[NState],
     start: u32,
@@ -743,103 +792,153 @@ fn determinize(
     dfa_states_so_far: usize,
     max_dfa: usize,
 ) -> Result<RuleDfa, EngineError> {
-    let mut mark = vec![0u32; nfa.len()];
-    let mut stamp = 1u32;
-    let mut index: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-    let mut sets: Vec<Vec<u32>> = Vec::new();
-    let mut init = vec![start];
-    eps_closure(nfa, accept, &mut init, &mut mark, stamp);
-    index.insert(init.clone(), 0);
-    sets.push(init);
+    let mut closer = Closer::new(nfa, accept);
+    let mut states = Interner { index: FxHashMap::default(), sets: Vec::new() };
+    let mut closed = Vec::new();
+    closer.close([start], &mut closed);
+    states.id(&closed);
     let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![] };
+    // Scratch, reused for every DFA state.
+    let mut set: Vec<u32> = Vec::new();
+    let mut edges: Vec<(u8, u8, u32)> = Vec::new();
+    let mut bounds: Vec<u16> = Vec::new();
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
+    let mut win_start: Vec<u32> = Vec::new();
+    let mut win_fill: Vec<u32> = Vec::new();
+    let mut win_targets: Vec<u32> = Vec::new();
+    // The DFA state of closure({t}), per NFA state t: most moves have one target.
+    let mut single: Vec<u32> = vec![u32::MAX; nfa.len()];
+    let mut single_id = |t: u32, closer: &mut Closer, states: &mut Interner, closed: &mut Vec<u32>| -> u32 {
+        if single[t as usize] == u32::MAX {
+            closer.close([t], closed);
+            single[t as usize] = states.id(closed);
+        }
+        single[t as usize]
+    };
     let mut i = 0;
-    while i < sets.len() {
+    while i < states.sets.len() {
         if i % 64 == 0 {
             budget.check()?;
         }
-        if dfa_states_so_far + sets.len() > max_dfa {
+        if dfa_states_so_far + states.sets.len() > max_dfa {
             return Err(EngineError::Limit(format!(
                 "grammar too large: more than {max_dfa} DFA states"
             )));
         }
-        let set = sets[i].clone();
-        // Byte edges: split [0,255] at every range boundary present in this set.
-        let mut bounds: Vec<u16> = vec![0, 256];
+        set.clear();
+        set.extend_from_slice(&states.sets[i]);
+        // Byte edges: the byte ranges of the set, cut at every range
+        // boundary; each edge lists its target under every window it covers.
+        edges.clear();
         for &s in &set {
-            for &(lo, hi, _) in &nfa[s as usize].bytes {
+            edges.extend_from_slice(&nfa[s as usize].bytes);
+        }
+        let mut byte_trans: Vec<(u8, u8, u32)> = Vec::new();
+        if edges.windows(2).all(|w| w[0].1 < w[1].0) {
+            // Disjoint ranges in order (a literal, a character class): each
+            // range is its own window.
+            for &(lo, hi, t) in &edges {
+                let id = single_id(t, &mut closer, &mut states, &mut closed);
+                match byte_trans.last_mut() {
+                    Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
+                    _ => byte_trans.push((lo, hi, id)),
+                }
+            }
+        } else {
+            bounds.clear();
+            for &(lo, hi, _) in &edges {
                 bounds.push(lo as u16);
                 bounds.push(hi as u16 + 1);
             }
-        }
-        bounds.sort_unstable();
-        bounds.dedup();
-        let mut byte_trans = Vec::new();
-        let mut intern = |mut tgt: Vec<u32>, sets: &mut Vec<Vec<u32>>, index: &mut FxHashMap<Vec<u32>, u32>, stamp: &mut u32| -> u32 {
-            *stamp += 1;
-            eps_closure(nfa, accept, &mut tgt, &mut mark, *stamp);
-            match index.entry(tgt) {
-                Entry::Occupied(o) => *o.get(),
-                Entry::Vacant(v) => {
-                    let id = sets.len() as u32;
-                    sets.push(v.key().clone());
-                    v.insert(id);
-                    id
+            bounds.sort_unstable();
+            bounds.dedup();
+            // Targets per window, bucketed by counting (no sort: the closure
+            // dedups and orders them).
+            win_start.clear();
+            win_start.resize(bounds.len() + 1, 0);
+            for &(lo, hi, _) in &edges {
+                let w0 = bounds.partition_point(|&b| b < lo as u16);
+                let w1 = w0 + bounds[w0..].partition_point(|&b| b <= hi as u16);
+                for w in w0..w1 {
+                    win_start[w + 1] += 1;
                 }
             }
-        };
-        for w in bounds.windows(2) {
-            let (lo, hi) = (w[0] as u8, (w[1] - 1) as u8);
-            let mut tgt: Vec<u32> = Vec::new();
-            for &s in &set {
-                for &(a, b, t) in &nfa[s as usize].bytes {
-                    if a <= lo && hi <= b {
-                        tgt.push(t);
+            for w in 0..bounds.len() {
+                win_start[w + 1] += win_start[w];
+            }
+            win_targets.clear();
+            win_targets.resize(win_start[bounds.len()] as usize, 0);
+            win_fill.clear();
+            win_fill.extend_from_slice(&win_start);
+            for &(lo, hi, t) in &edges {
+                let mut w = bounds.partition_point(|&b| b < lo as u16);
+                while bounds[w] <= hi as u16 {
+                    win_targets[win_fill[w] as usize] = t;
+                    win_fill[w] += 1;
+                    w += 1;
+                }
+            }
+            let mut prev: Option<(usize, u32)> = None;
+            for w in 0..bounds.len().saturating_sub(1) {
+                let (a, b) = (win_start[w] as usize, win_start[w + 1] as usize);
+                if a == b {
+                    continue;
+                }
+                // Neighbouring windows often move the same NFA states (the same
+                // edges, listed in the same order).
+                let id = match prev {
+                    Some((pw, id)) if win_targets[win_start[pw] as usize..win_start[pw + 1] as usize] == win_targets[a..b] => id,
+                    _ if b == a + 1 => single_id(win_targets[a], &mut closer, &mut states, &mut closed),
+                    _ => {
+                        closer.close(win_targets[a..b].iter().copied(), &mut closed);
+                        states.id(&closed)
                     }
+                };
+                prev = Some((w, id));
+                let (lo, hi) = (bounds[w] as u8, (bounds[w + 1] - 1) as u8);
+                // Merge with the previous range when it goes to the same state.
+                match byte_trans.last_mut() {
+                    Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
+                    _ => byte_trans.push((lo, hi, id)),
                 }
             }
-            if tgt.is_empty() {
-                continue;
-            }
-            tgt.sort_unstable();
-            tgt.dedup();
-            let id = intern(tgt, &mut sets, &mut index, &mut stamp);
-            // Merge with the previous range when it goes to the same state.
-            match byte_trans.last_mut() {
-                Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
-                _ => byte_trans.push((lo, hi, id)),
-            }
         }
-        let mut group = |pick: &dyn Fn(&NState) -> Vec<(u32, u32)>, sets: &mut Vec<Vec<u32>>, index: &mut FxHashMap<Vec<u32>, u32>, stamp: &mut u32| -> Vec<(u32, u32)> {
-            let mut by_key: Vec<(u32, u32)> = Vec::new();
+        // Calls, token edges and any-token-except edges: grouped by label.
+        let mut group = |pick: fn(&NState) -> &[(u32, u32)], closer: &mut Closer, states: &mut Interner| -> Vec<(u32, u32)> {
+            pairs.clear();
             for &s in &set {
-                by_key.extend(pick(&nfa[s as usize]));
+                pairs.extend_from_slice(pick(&nfa[s as usize]));
             }
-            by_key.sort_unstable();
+            if pairs.is_empty() {
+                return Vec::new();
+            }
+            pairs.sort_unstable();
             let mut out = Vec::new();
             let mut j = 0;
-            while j < by_key.len() {
-                let key = by_key[j].0;
-                let mut tgt = Vec::new();
-                while j < by_key.len() && by_key[j].0 == key {
-                    tgt.push(by_key[j].1);
+            while j < pairs.len() {
+                let key = pairs[j].0;
+                let k = j;
+                while j < pairs.len() && pairs[j].0 == key {
                     j += 1;
                 }
-                tgt.dedup();
-                let id = intern(tgt, sets, index, stamp);
+                let id = if j == k + 1 {
+                    single_id(pairs[k].1, closer, states, &mut closed)
+                } else {
+                    closer.close(pairs[k..j].iter().map(|p| p.1), &mut closed);
+                    states.id(&closed)
+                };
                 out.push((key, id));
             }
             out
         };
-        let calls = group(&|n: &NState| n.calls.clone(), &mut sets, &mut index, &mut stamp);
-        let tokens = group(&|n: &NState| n.tokens.clone(), &mut sets, &mut index, &mut stamp);
-        let excepts = group(&|n: &NState| n.excepts.clone(), &mut sets, &mut index, &mut stamp);
+        let calls = group(|n| &n.calls, &mut closer, &mut states);
+        let tokens = group(|n| &n.tokens, &mut closer, &mut states);
+        let excepts = group(|n| &n.excepts, &mut closer, &mut states);
         // At a token boundary every NFA state of the set moves on its own
         // (states without a tick stay), which makes another set.
         let tick = if set.iter().any(|&s| nfa[s as usize].tick.is_some()) {
-            let mut tgt: Vec<u32> = set.iter().map(|&s| nfa[s as usize].tick.unwrap_or(s)).collect();
-            tgt.sort_unstable();
-            tgt.dedup();
-            Some(intern(tgt, &mut sets, &mut index, &mut stamp)).filter(|&t| t as usize != i)
+            closer.close(set.iter().map(|&s| nfa[s as usize].tick.unwrap_or(s)), &mut closed);
+            Some(states.id(&closed)).filter(|&t| t as usize != i)
         } else {
             None
         };
@@ -890,7 +989,6 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             dfas.push(dfa);
             continue;
         }
-        let t0 = std::time::Instant::now();
         let start = b.new_state()?;
         let accept = b.new_state()?;
         b.build(&rule.body, start, accept, 0)?;
@@ -898,7 +996,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
         total_dfa += dfa.accepting.len();
         if let Some(key) = cached.key {
-            rule_cache::store(key, &rule.body, &dfa, t0.elapsed());
+            rule_cache::store(key, &rule.body, &dfa, b.states.len());
         }
         dfas.push(dfa);
     }
@@ -953,40 +1051,94 @@ fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
 /// transitions dropped) and which rules are productive.
 fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
     // Productive states: can reach an accepting state through bytes, tokens
-    // or calls to productive rules. Iterate to a fixpoint over rules.
+    // or calls to productive rules. One worklist over reversed edges; a call
+    // edge into a live state waits until its callee becomes productive
+    // (its start state live).
     let mut productive_rule = vec![false; n_rules];
-    let mut live: Vec<Vec<bool>> = dfas.iter().map(|d| d.accepting.clone()).collect();
-    loop {
-        let mut changed = false;
-        for (r, d) in dfas.iter().enumerate() {
-            // Backward propagation within the rule until stable.
-            loop {
-                let mut inner = false;
-                for s in 0..d.accepting.len() {
-                    if live[r][s] {
-                        continue;
-                    }
-                    let l = &live[r];
-                    let ok = d.byte_trans[s].iter().any(|&(_, _, t)| l[t as usize])
-                        || d.tokens[s].iter().any(|&(_, t)| l[t as usize])
-                        || d.excepts[s].iter().any(|&(_, t)| l[t as usize])
-                        || d.calls[s].iter().any(|&(c, t)| productive_rule[c as usize] && l[t as usize]);
-                    if ok {
-                        live[r][s] = true;
-                        inner = true;
-                    }
-                }
-                if !inner {
-                    break;
-                }
+    let mut live: Vec<Vec<bool>> = dfas.iter().map(|d| vec![false; d.accepting.len()]).collect();
+    // Reversed edges in CSR form over global state ids (rule offset + state),
+    // built by counting: `srcs[start[g]..start[g + 1]]` are the sources of
+    // byte/token edges into g, `call_srcs` the (source, callee) of calls.
+    let mut offset = Vec::with_capacity(n_rules + 1);
+    let mut total = 0usize;
+    for d in &dfas {
+        offset.push(total);
+        total += d.accepting.len();
+    }
+    let mut start = vec![0u32; total + 1];
+    let mut call_start = vec![0u32; total + 1];
+    for (r, d) in dfas.iter().enumerate() {
+        let o = offset[r] + 1;
+        for s in 0..d.accepting.len() {
+            for &(_, _, t) in &d.byte_trans[s] {
+                start[o + t as usize] += 1;
             }
-            if live[r][0] && !productive_rule[r] {
-                productive_rule[r] = true;
-                changed = true;
+            for &(_, t) in d.tokens[s].iter().chain(&d.excepts[s]) {
+                start[o + t as usize] += 1;
+            }
+            for &(_, t) in &d.calls[s] {
+                call_start[o + t as usize] += 1;
             }
         }
-        if !changed {
-            break;
+    }
+    for g in 0..total {
+        start[g + 1] += start[g];
+        call_start[g + 1] += call_start[g];
+    }
+    let mut srcs = vec![0u32; start[total] as usize];
+    let mut call_srcs = vec![(0u32, 0u32); call_start[total] as usize];
+    let mut fill = start.clone();
+    let mut call_fill = call_start.clone();
+    for (r, d) in dfas.iter().enumerate() {
+        let o = offset[r];
+        for s in 0..d.accepting.len() {
+            let targets = d.byte_trans[s].iter().map(|e| e.2).chain(d.tokens[s].iter().chain(&d.excepts[s]).map(|e| e.1));
+            for t in targets {
+                let g = o + t as usize;
+                srcs[fill[g] as usize] = s as u32;
+                fill[g] += 1;
+            }
+            for &(c, t) in &d.calls[s] {
+                let g = o + t as usize;
+                call_srcs[call_fill[g] as usize] = (s as u32, c);
+                call_fill[g] += 1;
+            }
+        }
+    }
+    let mut waiting: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n_rules];
+    let mut queue: Vec<(u32, u32)> = Vec::new();
+    fn mark(live: &mut [Vec<bool>], queue: &mut Vec<(u32, u32)>, r: u32, s: u32) {
+        if !live[r as usize][s as usize] {
+            live[r as usize][s as usize] = true;
+            queue.push((r, s));
+        }
+    }
+    for (r, d) in dfas.iter().enumerate() {
+        for (s, &acc) in d.accepting.iter().enumerate() {
+            if acc {
+                mark(&mut live, &mut queue, r as u32, s as u32);
+            }
+        }
+    }
+    while let Some((r, t)) = queue.pop() {
+        let ru = r as usize;
+        if t == 0 && !productive_rule[ru] {
+            productive_rule[ru] = true;
+            for (r2, s2) in std::mem::take(&mut waiting[ru]) {
+                mark(&mut live, &mut queue, r2, s2);
+            }
+        }
+        let g = offset[ru] + t as usize;
+        for k in start[g]..start[g + 1] {
+            mark(&mut live, &mut queue, r, srcs[k as usize]);
+        }
+        for k in call_start[g]..call_start[g + 1] {
+            let (s, c) = call_srcs[k as usize];
+            if productive_rule[c as usize] {
+                mark(&mut live, &mut queue, r, s);
+            } else {
+                waiting[c as usize].push((r, s));
+            }
         }
     }
     // Drop dead transitions and renumber live states (state 0 stays first
@@ -1115,10 +1267,11 @@ fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>
                 f |= flags::ACCEPTING;
             }
             for &(lo, hi, t) in &d.byte_trans[s] {
-                for b in lo..=hi {
-                    a.trans[g * n_classes + class_of[b as usize] as usize] = base + t;
-                    a.byte_set[g][b as usize / 64] |= 1u64 << (b % 64);
+                // Ranges start and end on class boundaries.
+                for c in class_of[lo as usize]..=class_of[hi as usize] {
+                    a.trans[g * n_classes + c as usize] = base + t;
                 }
+                set_bit_range(&mut a.byte_set[g], lo, hi);
                 f |= flags::SCANS;
             }
             a.call_start.push(a.calls.len() as u32);
@@ -1148,6 +1301,19 @@ fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>
     a.exc_start.push(a.exc_edges.len() as u32);
     a.nullable = compute_nullable(&a);
     a
+}
+
+/// Sets bits `lo..=hi` of a 256-bit set.
+fn set_bit_range(bits: &mut [u64; 4], lo: u8, hi: u8) {
+    for (w, word) in bits.iter_mut().enumerate() {
+        let (wlo, whi) = (w * 64, w * 64 + 63);
+        let (a, b) = ((lo as usize).max(wlo), (hi as usize).min(whi));
+        if a <= b {
+            let n = b - a + 1;
+            let ones = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << (a - wlo) };
+            *word |= ones;
+        }
+    }
 }
 
 /// A rule is nullable when its start state reaches an accepting state through
@@ -1197,15 +1363,19 @@ fn compute_nullable(a: &Automaton) -> Vec<bool> {
 mod rule_cache {
     use std::hash::{Hash, Hasher};
     use std::sync::{Mutex, OnceLock};
-    use std::time::Duration;
 
     use formcast_grammar::Expr;
     use rustc_hash::{FxHashMap, FxHasher};
 
     use super::RuleDfa;
 
-    /// Only automata that took at least this long are kept.
-    const MIN_BUILD_TIME: Duration = Duration::from_micros(300);
+    /// Only automata whose construction was costly are kept, by a measure
+    /// of the work (NFA states + 4 × DFA states; about 0.2 ms and up):
+    /// formats, patterns, length blocks, large key complements. Small rules
+    /// are cheaper to rebuild than to copy out. (Deterministic, unlike a
+    /// time threshold, so a background prewarm fills it the same way on
+    /// every machine.)
+    const MIN_WORK: usize = 2048;
     /// Byte budget (approximate); the cache starts over when full.
     const LIMIT_BYTES: usize = 64 << 20;
 
@@ -1265,8 +1435,8 @@ mod rule_cache {
         edges * 12 + d.accepting.len() * 80
     }
 
-    pub(super) fn store(key: u64, body: &Expr, dfa: &RuleDfa, took: Duration) {
-        if took < MIN_BUILD_TIME {
+    pub(super) fn store(key: u64, body: &Expr, dfa: &RuleDfa, nfa_states: usize) {
+        if nfa_states + 4 * dfa.accepting.len() < MIN_WORK {
             return;
         }
         let size = size_of(dfa) * 2;
