@@ -392,15 +392,30 @@ pub fn json_string_literal(s: &str) -> Expr {
 /// Punctuation and whitespace between JSON tokens.
 pub struct Layout {
     pub ws: Whitespace,
+    /// The rule every whitespace gap calls (bounded whitespace only): one
+    /// shared counter instead of `max_per_gap` automaton states per gap.
+    pub gap_rule: Option<RuleId>,
 }
 
 impl Layout {
-    fn gap(&self) -> Expr {
+    pub fn new(ws: Whitespace) -> Layout {
+        Layout { ws, gap_rule: None }
+    }
+
+    /// A whitespace gap's own expression (`Empty` when there is none).
+    pub fn gap_body(&self) -> Expr {
         match &self.ws {
             Whitespace::Any { max_per_gap } if *max_per_gap > 0 => {
                 rep(Expr::Chars(vec![(0x09, 0x0A), (0x0D, 0x0D), (0x20, 0x20)]), 0, Some(*max_per_gap))
             }
             _ => Expr::Empty,
+        }
+    }
+
+    fn gap(&self) -> Expr {
+        match self.gap_rule {
+            Some(r) => Expr::Rule(r),
+            None => self.gap_body(),
         }
     }
 

@@ -46,7 +46,7 @@ pub mod uri;
 pub mod values;
 pub mod xml_styles;
 
-use formcast_grammar::{Grammar, GrammarError};
+use formcast_grammar::{Expr, Grammar, GrammarError};
 
 pub use error::{SchemaError, Warning};
 pub use json::Json;
@@ -94,8 +94,14 @@ pub fn compile_json(schema: &Json, opts: &SchemaOptions) -> Result<(Grammar, Vec
     }
     let grammar = match opts.style {
         Style::Json => {
-            let mut lw = Lowerer::new(&mut b, Layout { ws: opts.whitespace.clone() });
+            let mut lw = Lowerer::new(&mut b, Layout::new(opts.whitespace.clone()));
             let root_rule = lw.em.reserve("root").map_err(|r| SchemaError::Limit { pointer: String::new(), reason: r })?;
+            let gap = lw.layout.gap_body();
+            if gap != Expr::Empty {
+                let ws = lw.em.reserve("ws").map_err(|r| SchemaError::Limit { pointer: String::new(), reason: r })?;
+                lw.em.set(ws, gap);
+                lw.layout.gap_rule = Some(ws);
+            }
             let v = lw.value(root, 0)?;
             lw.drain()?;
             lw.em.set(root_rule, seq(vec![v]));

@@ -76,7 +76,7 @@ pub fn lower(b: &mut Builder<'_>, root: NodeId, style: Style) -> Result<Grammar>
         Whitespace::Any { .. } | Whitespace::Compact => b.opts.whitespace.clone(),
         Whitespace::Indent { .. } => Whitespace::Any { max_per_gap: DEFAULT_MAX_WHITESPACE },
     };
-    let mut lw = Lowerer::new(b, Layout { ws });
+    let mut lw = Lowerer::new(b, Layout::new(ws));
     let root_rule = lw.em.reserve("root").map_err(|r| limit("", r))?;
     let shape = lw.b.shape(root)?;
     if shape.obj.is_empty() {
