@@ -36,20 +36,36 @@ impl TokenizerInfo {
 /// that every `maxLength`/`minLength` above 32 is built from.
 const PREWARM_SCHEMAS: [&str; 2] = [r#"{"type": "string"}"#, r#"{"type": "string", "minLength": 1, "maxLength": 100}"#];
 
-/// Fills the vocabulary's shared partition cache (see
-/// `formcast_engine::partition`) for the string automata above, on a
-/// background thread: the first JSON grammar compiled for this tokenizer
-/// then finds them ready instead of walking the whole token trie once per
-/// state. Nothing waits for it; a grammar that needs a partition first
-/// computes it itself.
+/// String formats whose automata take milliseconds to build: compiled once
+/// in the background so that the process-wide rule cache (see
+/// `formcast_engine::automaton`) already holds them when a schema uses one.
+const PREWARM_FORMATS: [&str; 9] = ["date-time", "date", "time", "email", "uri", "uuid", "ipv4", "ipv6", "hostname"];
+
+/// On a background thread: fills the process-wide rule cache with the
+/// automata of the string schemas and formats above, then the vocabulary's
+/// shared partition cache (see `formcast_engine::partition`) for the string
+/// automata. The first JSON grammar compiled for this tokenizer then finds
+/// them ready instead of determinizing them and walking the whole token trie
+/// once per state. Nothing waits for it; a grammar that needs an automaton or
+/// a partition first builds it itself.
 fn prewarm_in_background(index: Arc<VocabIndex>) {
     let _ = std::thread::Builder::new().name("formcast-prewarm".into()).spawn(move || {
         let _ = std::panic::catch_unwind(move || {
             let opts = formcast_jsonschema::SchemaOptions::default();
-            for schema in PREWARM_SCHEMAS {
-                let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(schema, &opts) else { continue };
-                let budget = formcast_engine::Budget::unlimited();
-                let Ok(cg) = formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &budget) else { continue };
+            let budget = formcast_engine::Budget::unlimited();
+            // Compiles first (they fill the rule cache within milliseconds),
+            // then the slower partitions.
+            let compiled: Vec<_> = PREWARM_SCHEMAS
+                .iter()
+                .filter_map(|schema| formcast_jsonschema::json_schema_str_to_grammar(schema, &opts).ok())
+                .filter_map(|(grammar, _)| formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &budget).ok())
+                .collect();
+            for format in PREWARM_FORMATS {
+                let schema = format!(r#"{{"type": "string", "format": "{format}"}}"#);
+                let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(&schema, &opts) else { continue };
+                let _ = formcast_engine::automaton::build_automaton(&grammar, &Default::default(), &budget);
+            }
+            for cg in compiled {
                 // The states met between whole ASCII characters (those a
                 // token boundary usually falls on), not every UTF-8 middle.
                 let a = &cg.automaton;
