@@ -2,6 +2,7 @@
 //! (this crate) and grammar → engine automaton (Llama-3 vocabulary).
 //!
 //! `cargo run --release --example timing -- [workload dir] [tokenizer.model]`
+//! (env: STRICT=0 for JSON Schema's open objects, FRONT_N / ENGINE_N repetitions, RULES=1 largest rules)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -10,6 +11,11 @@ use formcast_engine::{Budget, CompileOptions, CompiledGrammar, VocabIndex};
 use formcast_jsonschema::json::parse;
 use formcast_jsonschema::{json_schema_str_to_grammar, SchemaOptions};
 use formcast_tokenizer::{llama3_special_tokens, Vocab, VocabOptions};
+
+/// Repetitions, from the environment (1 profiles a first, uncached compile).
+fn runs(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
 
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -33,7 +39,7 @@ fn main() {
         let text = schema.to_text();
         let mut front = Vec::new();
         let mut grammar = None;
-        for _ in 0..20 {
+        for _ in 0..runs("FRONT_N", 20) {
             let t = Instant::now();
             let (g, _) = json_schema_str_to_grammar(&text, &opts).unwrap();
             front.push(t.elapsed().as_secs_f64() * 1e3);
@@ -43,7 +49,7 @@ fn main() {
         let mut engine = Vec::new();
         let mut states = 0;
         if let Some(v) = &vocab {
-            for _ in 0..5 {
+            for _ in 0..runs("ENGINE_N", 5) {
                 let t = Instant::now();
                 let cg = CompiledGrammar::compile(&g, v.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
                 engine.push(t.elapsed().as_secs_f64() * 1e3);
@@ -59,6 +65,10 @@ fn main() {
                     per.sort_by(|x, y| y.0.cmp(&x.0));
                     for (n, name) in per.iter().take(8) {
                         println!("    {n:>6}  {name}");
+                        if std::env::var("RULES").as_deref() == Ok("body") {
+                            let body = g.rules.iter().find(|r| &r.name == name).map(|r| format!("{:?}", r.body)).unwrap_or_default();
+                            println!("            {}", &body[..body.len().min(600)]);
+                        }
                     }
                 }
             }
