@@ -412,12 +412,21 @@ pub fn set_re(s: &BTreeSet<String>) -> Re {
 pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
     const SIMPLE: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
     // Returns (exits, prefixes that may leave with any OTHER char, stops).
+    // `words` is sorted and every word starts with the same `depth`
+    // characters, so the words below each child are a contiguous run.
     fn go(words: &[Vec<char>], depth: usize, other: &[(u32, u32)]) -> (Re, Re, Re) {
-        let terminal = words.iter().any(|w| w.len() == depth);
-        let mut firsts: Vec<char> = words.iter().filter(|w| w.len() > depth).map(|w| w[depth]).collect();
-        firsts.dedup();
-        let used: Vec<(u32, u32)> = firsts.iter().map(|&c| (c as u32, c as u32)).collect();
-        let simple_children = firsts.iter().all(|&c| crate::re::intersect_ranges(&SIMPLE, &[(c as u32, c as u32)]).len() == 1);
+        let terminal = words.first().is_some_and(|w| w.len() == depth);
+        let below = if terminal { &words[1..] } else { words };
+        let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
+        let mut k = 0;
+        while k < below.len() {
+            let c = below[k][depth];
+            let end = k + below[k..].partition_point(|w| w[depth] == c);
+            runs.push((c, &below[k..end]));
+            k = end;
+        }
+        let used: Vec<(u32, u32)> = runs.iter().map(|&(c, _)| (c as u32, c as u32)).collect();
+        let simple_children = runs.iter().all(|&(c, _)| SIMPLE.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi));
         let mut exits = vec![Re::chars(crate::re::subtract_ranges(&SIMPLE, &used))];
         let mut shared = Vec::new();
         if simple_children {
@@ -426,9 +435,8 @@ pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
             exits.push(Re::chars(crate::re::subtract_ranges(other, &used)));
         }
         let mut stops = if terminal { vec![] } else { vec![Re::Empty] };
-        for c in firsts {
-            let sub: Vec<Vec<char>> = words.iter().filter(|w| w.len() > depth && w[depth] == c).cloned().collect();
-            let (e, sh, p) = go(&sub, depth + 1, other);
+        for (c, sub) in runs {
+            let (e, sh, p) = go(sub, depth + 1, other);
             exits.push(Re::seq(vec![Re::char(c), e]));
             shared.push(Re::seq(vec![Re::char(c), sh]));
             stops.push(Re::seq(vec![Re::char(c), p]));
