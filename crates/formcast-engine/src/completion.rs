@@ -68,9 +68,9 @@ pub fn state_distances(a: &Automaton) -> Vec<u32> {
     }
     let mut dist = vec![INF; n];
     let mut heap: BinaryHeap<Reverse<(u32, StateId)>> = BinaryHeap::new();
-    for s in 0..n {
-        if a.flags[s] & flags::ACCEPTING != 0 {
-            dist[s] = 0;
+    for (s, (d, &f)) in dist.iter_mut().zip(&a.flags).enumerate() {
+        if f & flags::ACCEPTING != 0 {
+            *d = 0;
             heap.push(Reverse((0, s as StateId)));
         }
     }
