@@ -394,19 +394,11 @@ impl<'a> NfaBuilder<'a> {
                 self.states[me as usize].tick = Some(target(self, (t, q), &mut queue)?);
             }
             for &(lo, hi, t) in &n.bytes {
-                // Split the range wherever the exclude automaton moves differently.
-                let mut b = lo as u16;
-                while b <= hi as u16 {
-                    let next = ac.next(q, b as u8);
-                    let mut e = b;
-                    while e < hi as u16 && ac.next(q, (e + 1) as u8) == next {
-                        e += 1;
-                    }
+                for (b, e, next) in ac.runs(q, lo, hi) {
                     if next != AhoCorasick::DEAD {
                         let tgt = target(self, (t, next), &mut queue)?;
-                        self.states[me as usize].bytes.push((b as u8, e as u8, tgt));
+                        self.states[me as usize].bytes.push((b, e, tgt));
                     }
-                    b = e + 1;
                 }
             }
         }
@@ -487,14 +479,7 @@ impl<'a> NfaBuilder<'a> {
                     }
                     _ => (toks, paid),
                 };
-                // Split the byte range wherever the pattern automaton moves differently.
-                let mut b = lo as u16;
-                while b <= hi as u16 {
-                    let next = ac.next(node, b as u8);
-                    let mut e = b;
-                    while e < hi as u16 && ac.next(node, (e + 1) as u8) == next {
-                        e += 1;
-                    }
+                for (b, e, next) in ac.runs(node, lo, hi) {
                     if next != AhoCorasick::DEAD {
                         let tgt = if let Some(case) = ac.case_at(next) {
                             body_in[case as usize]
@@ -510,9 +495,8 @@ impl<'a> NfaBuilder<'a> {
                                 }
                             }
                         };
-                        self.states[me as usize].bytes.push((b as u8, e as u8, tgt));
+                        self.states[me as usize].bytes.push((b, e, tgt));
                     }
-                    b = e + 1;
                 }
             }
         }
@@ -679,6 +663,25 @@ impl AhoCorasick {
     }
 
     #[inline]
+    /// `lo..=hi` cut into runs of bytes that move `node` to the same state:
+    /// `(first, last, next)`.
+    fn runs(&self, node: u32, lo: u8, hi: u8) -> impl Iterator<Item = (u8, u8, u32)> + '_ {
+        let mut b = lo as u16;
+        std::iter::from_fn(move || {
+            if b > hi as u16 {
+                return None;
+            }
+            let next = self.next(node, b as u8);
+            let mut e = b;
+            while e < hi as u16 && self.next(node, (e + 1) as u8) == next {
+                e += 1;
+            }
+            let run = (b as u8, e as u8, next);
+            b = e + 1;
+            Some(run)
+        })
+    }
+
     fn case_at(&self, node: u32) -> Option<u32> {
         self.case[node as usize]
     }
