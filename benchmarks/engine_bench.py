@@ -162,7 +162,12 @@ def driver_main(args, all_workloads=None, prefix="engine_bench"):
         sys.exit(f"no workload matches {args.workloads!r}")
     token_ids = tokenize_all(chosen, args.tokenizer)
 
-    python_for = {e: (args.formcast_python if e == "formcast" else args.peer_python) for e in engines}
+    # Workers run with benchmarks/ as their directory: a relative interpreter
+    # path (".bench-venv/bin/python", as the README writes it) is resolved here.
+    def interpreter(path):
+        return os.path.abspath(path) if os.sep in path else path
+
+    python_for = {e: interpreter(args.formcast_python if e == "formcast" else args.peer_python) for e in engines}
     print(f"engines: {', '.join(engines)}   workloads: {', '.join(w['name'] for w in chosen)}")
     print(f"formcast python: {args.formcast_python}   peer python: {args.peer_python}")
     print(f"per worker: timeout {args.timeout:.0f} s, address space {args.mem_gb:g} GiB; "
