@@ -786,6 +786,15 @@ impl Interner {
     }
 }
 
+/// Appends the byte range `lo..=hi` to `id`, merged into the previous range
+/// when that one ends just before and goes to the same state.
+fn push_merged(trans: &mut Vec<(u8, u8, u32)>, lo: u8, hi: u8, id: u32) {
+    match trans.last_mut() {
+        Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
+        _ => trans.push((lo, hi, id)),
+    }
+}
+
 /// Subset construction of one rule's NFA (`start` to `accept`).
 fn determinize(
     nfa: &[NState],
@@ -842,10 +851,7 @@ fn determinize(
             // range is its own window.
             for &(lo, hi, t) in &edges {
                 let id = single_id(t, &mut closer, &mut states, &mut closed);
-                match byte_trans.last_mut() {
-                    Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
-                    _ => byte_trans.push((lo, hi, id)),
-                }
+                push_merged(&mut byte_trans, lo, hi, id);
             }
         } else {
             bounds.clear();
@@ -898,12 +904,7 @@ fn determinize(
                     }
                 };
                 prev = Some((w, id));
-                let (lo, hi) = (bounds[w] as u8, (bounds[w + 1] - 1) as u8);
-                // Merge with the previous range when it goes to the same state.
-                match byte_trans.last_mut() {
-                    Some((_, phi, pid)) if *pid == id && *phi as u16 + 1 == lo as u16 => *phi = hi,
-                    _ => byte_trans.push((lo, hi, id)),
-                }
+                push_merged(&mut byte_trans, bounds[w] as u8, (bounds[w + 1] - 1) as u8, id);
             }
         }
         // Calls, token edges and any-token-except edges: grouped by label.
