@@ -49,15 +49,19 @@ fn literal_alternatives_and_stop() {
     assert!(m.is_terminated());
 }
 
-#[test]
-fn balanced_parentheses_right_recursion() {
-    // root ::= ("(" root ")")*
+/// root ::= ("(" root ")")*, over TOKS.
+fn balanced_parentheses() -> Arc<CompiledGrammar> {
     let v = vocab(TOKS, &[0], &[0]);
     let g = rules(vec![(
         "root",
         Expr::star(Expr::Seq(vec![Expr::literal("("), Expr::Rule(0), Expr::literal(")")])),
     )]);
-    let cg = compile(&g, &v);
+    compile(&g, &v)
+}
+
+#[test]
+fn balanced_parentheses_right_recursion() {
+    let cg = balanced_parentheses();
     let mut m = Matcher::new(cg, false, None).unwrap();
     assert_eq!(allowed(&mut m), vec![0, 4, 6, 7]);
     assert!(m.accept_token(7).unwrap()); // ((
@@ -338,13 +342,8 @@ fn avoiding_refuses_non_tail_recursion() {
 
 #[test]
 fn shortest_completion_closes_nested_rules() {
-    // root ::= ("(" root ")")*  — after "(((" the shortest completion is ")))".
-    let v = vocab(TOKS, &[0], &[0]);
-    let g = rules(vec![(
-        "root",
-        Expr::star(Expr::Seq(vec![Expr::literal("("), Expr::Rule(0), Expr::literal(")")])),
-    )]);
-    let cg = compile(&g, &v);
+    // After "(((" the shortest completion is ")))".
+    let cg = balanced_parentheses();
     let mut m = Matcher::new(cg, false, None).unwrap();
     assert_eq!(m.shortest_completion_len(), Some(0));
     assert_eq!(m.find_shortest_completion(100).unwrap().unwrap(), b"");
