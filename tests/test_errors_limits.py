@@ -140,3 +140,13 @@ def test_compiler_cache_is_shared_and_bounded():
     for t in threads:
         t.join()
     assert len({id(r) for r in results}) == 1
+
+
+def test_compiler_cache_stays_within_its_byte_limit_over_many_grammars():
+    one = fc.GrammarCompiler(BYTES).compile(fc.Grammar.from_regex("x0+")).memory_bytes
+    compiler = fc.GrammarCompiler(BYTES, cache_limit_bytes=20 * one)
+    compiled = [compiler.compile(fc.Grammar.from_regex(f"x{i}+")) for i in range(200)]
+    assert compiler.cache_size_bytes <= 21 * one
+    # The most recent grammars are the ones kept, the oldest were dropped.
+    assert compiler.compile(fc.Grammar.from_regex("x199+")) is compiled[199]
+    assert compiler.compile(fc.Grammar.from_regex("x0+")) is not compiled[0]

@@ -41,6 +41,12 @@ class GrammarCompiler:
         self._cache: OrderedDict[Hashable, CompiledGrammar] = OrderedDict()
         self._inflight: dict[Hashable, threading.Event] = {}
         self._lock = threading.Lock()
+        # Memory of the cached grammars as last counted, plus what was
+        # inserted since; a full recount (every grammar's caches keep growing
+        # after insertion) runs when the estimate passes the limit or after
+        # len/8 insertions, so an insertion costs O(1) amortized.
+        self._bytes_estimate = 0
+        self._inserts_since_count = 0
 
     def compile(
         self,
@@ -78,7 +84,7 @@ class GrammarCompiler:
             )
             with self._lock:
                 self._cache[key] = compiled
-                self._evict()
+                self._evict(compiled)
             return compiled
         finally:
             with self._lock:
@@ -118,9 +124,17 @@ class GrammarCompiler:
         """Drops every cached grammar."""
         with self._lock:
             self._cache.clear()
+            self._bytes_estimate = 0
+            self._inserts_since_count = 0
 
-    def _evict(self) -> None:
+    def _evict(self, inserted: CompiledGrammar) -> None:
+        self._bytes_estimate += inserted.memory_bytes
+        self._inserts_since_count += 1
+        if self._bytes_estimate <= self.cache_limit_bytes and self._inserts_since_count < max(16, len(self._cache) // 8):
+            return
         total = sum(c.memory_bytes for c in self._cache.values())
         while total > self.cache_limit_bytes and len(self._cache) > 1:
             _, dropped = self._cache.popitem(last=False)
             total -= dropped.memory_bytes
+        self._bytes_estimate = total
+        self._inserts_since_count = 0

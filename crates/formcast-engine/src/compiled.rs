@@ -9,6 +9,7 @@
 //!   grammar compiled for the same vocabulary through [`crate::partition`]);
 //! - a cache of whole masks keyed by the canonical hash of a parser state.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -47,6 +48,10 @@ pub struct CompiledGrammar {
     pub automaton: Automaton,
     pub vocab: Arc<VocabIndex>,
     partitions: Vec<OnceLock<Arc<Partition>>>,
+    /// Bytes of the partitions filled so far, kept as they are filled so
+    /// that [`Self::memory_bytes`] is O(1): a compiler cache asks it of
+    /// every grammar it holds.
+    partition_bytes: AtomicUsize,
     skips: SkipMemo,
     /// Per state, the fewest bytes to finish its rule ([`crate::completion`]).
     completion_dist: OnceLock<Vec<u32>>,
@@ -71,8 +76,7 @@ impl CompiledGrammar {
         budget: &Budget,
     ) -> Result<CompiledGrammar, EngineError> {
         let automaton = build_automaton(grammar, &opts.automaton, budget)?;
-        for (set_idx, set) in automaton.except_sets.iter().enumerate() {
-            let _ = set_idx;
+        for set in &automaton.except_sets {
             if let Some(&bad) = set.iter().find(|&&t| t as usize >= vocab.vocab_len) {
                 return Err(EngineError::Grammar(format!(
                     "token id {bad} in an excluded-token set is outside the vocabulary (size {})",
@@ -91,6 +95,7 @@ impl CompiledGrammar {
             automaton,
             vocab,
             partitions: (0..n).map(|_| OnceLock::new()).collect(),
+            partition_bytes: AtomicUsize::new(0),
             skips: SkipMemo::default(),
             completion_dist: OnceLock::new(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
@@ -104,7 +109,13 @@ impl CompiledGrammar {
 
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
-        self.partitions[s as usize].get_or_init(|| Arc::new(partition_of(&self.automaton, &self.vocab, s, &self.skips))).clone()
+        self.partitions[s as usize]
+            .get_or_init(|| {
+                let p = partition_of(&self.automaton, &self.vocab, s, &self.skips);
+                self.partition_bytes.fetch_add(p.accept.heap_bytes() + p.frontier.len() * 8, Ordering::Relaxed);
+                Arc::new(p)
+            })
+            .clone()
     }
 
     /// Per state, the fewest bytes that finish its rule (computed on first
@@ -134,14 +145,9 @@ impl CompiledGrammar {
         }
     }
 
-    /// Approximate memory held by the compiled grammar and its caches.
+    /// Approximate memory held by the compiled grammar and its caches (O(1)).
     pub fn memory_bytes(&self) -> usize {
-        let parts: usize = self
-            .partitions
-            .iter()
-            .filter_map(|p| p.get())
-            .map(|p| p.accept.heap_bytes() + p.frontier.len() * 8)
-            .sum();
+        let parts = self.partition_bytes.load(Ordering::Relaxed);
         let cache = self.mask_cache.lock().map(|c| c.bytes).unwrap_or(0);
         let dist = self.completion_dist.get().map_or(0, |d| d.len() * 4);
         self.automaton.memory_bytes() + parts + cache + dist + self.partitions.len() * 8
