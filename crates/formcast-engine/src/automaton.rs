@@ -13,6 +13,7 @@
 //! computation relies on this: a non-empty item set after a byte means the
 //! bytes so far are a viable prefix.
 
+use std::sync::Arc;
 
 use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
@@ -714,6 +715,9 @@ struct RuleDfa {
     /// Token-boundary move ([`DEAD`] after trimming: the item is dropped).
     ticks: Vec<Option<u32>>,
     accepting: Vec<bool>,
+    /// Already trimmed and without calls (a rule-cache entry): every state
+    /// is live whatever the rest of the grammar, so `trim` skips it.
+    trimmed: bool,
 }
 
 /// ε-closures of NFA state sets, with the buffers reused across a whole
@@ -809,7 +813,7 @@ fn determinize(
     let mut closed = Vec::new();
     closer.close([start], &mut closed);
     states.id(&closed);
-    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![] };
+    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![], trimmed: false };
     // Scratch, reused for every DFA state.
     let mut set: Vec<u32> = Vec::new();
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
@@ -970,10 +974,12 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     }
     let mut except_sets = Vec::new();
     let mut except_index = FxHashMap::default();
-    let mut dfas: Vec<RuleDfa> = Vec::with_capacity(n_rules);
+    let mut dfas: Vec<Arc<RuleDfa>> = Vec::with_capacity(n_rules);
+    // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
+    let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
     let mut total_nfa = 0usize;
     let mut total_dfa = 0usize;
-    for rule in &grammar.rules {
+    for (i, rule) in grammar.rules.iter().enumerate() {
         let mut b = NfaBuilder {
             states: Vec::new(),
             except_sets: &mut except_sets,
@@ -1000,11 +1006,23 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
         total_dfa += dfa.accepting.len();
         if let Some(key) = cached.key {
-            rule_cache::store(key, &rule.body, &dfa, b.states.len());
+            if dfa.calls.iter().all(Vec::is_empty) {
+                // Trimming a rule without calls depends on nothing else:
+                // store it trimmed, so that a hit is used as it is.
+                to_store.push((i, key, b.states.len()));
+            } else {
+                rule_cache::store(key, &rule.body, Arc::new(dfa.clone()), b.states.len());
+            }
         }
-        dfas.push(dfa);
+        dfas.push(Arc::new(dfa));
     }
-    let (dfas, live_rule) = trim(dfas, n_rules);
+    let (mut dfas, live_rule) = trim(dfas, n_rules);
+    for (i, key, nfa_states) in to_store {
+        if live_rule[i] {
+            Arc::make_mut(&mut dfas[i]).trimmed = true;
+            rule_cache::store(key, &grammar.rules[i].body, dfas[i].clone(), nfa_states);
+        }
+    }
     if !live_rule[grammar.root as usize] {
         // The validator cannot see inside Avoiding: name the rules whose
         // texts all contain an excluded string, the usual cause.
@@ -1053,13 +1071,13 @@ fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
 /// Removes calls to rules that can never finish and states that cannot reach
 /// acceptance. Returns the trimmed DFAs (local state ids remapped; removed
 /// transitions dropped) and which rules are productive.
-fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
+fn trim(mut dfas: Vec<Arc<RuleDfa>>, n_rules: usize) -> (Vec<Arc<RuleDfa>>, Vec<bool>) {
     // Productive states: can reach an accepting state through bytes, tokens
     // or calls to productive rules. One worklist over reversed edges; a call
     // edge into a live state waits until its callee becomes productive
     // (its start state live).
-    let mut productive_rule = vec![false; n_rules];
-    let mut live: Vec<Vec<bool>> = dfas.iter().map(|d| vec![false; d.accepting.len()]).collect();
+    let mut productive_rule: Vec<bool> = dfas.iter().map(|d| d.trimmed).collect();
+    let mut live: Vec<Vec<bool>> = dfas.iter().map(|d| vec![d.trimmed; d.accepting.len()]).collect();
     // Reversed edges in CSR form over global state ids (rule offset + state),
     // built by counting: `srcs[start[g]..start[g + 1]]` are the sources of
     // byte/token edges into g, `call_srcs` the (source, callee) of calls.
@@ -1071,7 +1089,7 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
     }
     let mut start = vec![0u32; total + 1];
     let mut call_start = vec![0u32; total + 1];
-    for (r, d) in dfas.iter().enumerate() {
+    for (r, d) in dfas.iter().enumerate().filter(|(_, d)| !d.trimmed) {
         let o = offset[r] + 1;
         for s in 0..d.accepting.len() {
             for &(_, _, t) in &d.byte_trans[s] {
@@ -1093,7 +1111,7 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
     let mut call_srcs = vec![(0u32, 0u32); call_start[total] as usize];
     let mut fill = start.clone();
     let mut call_fill = call_start.clone();
-    for (r, d) in dfas.iter().enumerate() {
+    for (r, d) in dfas.iter().enumerate().filter(|(_, d)| !d.trimmed) {
         let o = offset[r];
         for s in 0..d.accepting.len() {
             let targets = d.byte_trans[s].iter().map(|e| e.2).chain(d.tokens[s].iter().chain(&d.excepts[s]).map(|e| e.1));
@@ -1117,7 +1135,7 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
             queue.push((r, s));
         }
     }
-    for (r, d) in dfas.iter().enumerate() {
+    for (r, d) in dfas.iter().enumerate().filter(|(_, d)| !d.trimmed) {
         for (s, &acc) in d.accepting.iter().enumerate() {
             if acc {
                 mark(&mut live, &mut queue, r as u32, s as u32);
@@ -1146,9 +1164,15 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
         }
     }
     // Drop dead transitions and renumber live states (state 0 stays first
-    // when the rule is productive).
+    // when the rule is productive). A rule with nothing to drop (a cached
+    // one, trimmed when it was stored) is kept as it is, unshared.
     for (r, d) in dfas.iter_mut().enumerate() {
         let l = &live[r];
+        let intact = l.iter().all(|&x| x) && d.calls.iter().flatten().all(|&(c, _)| productive_rule[c as usize]);
+        if intact {
+            continue;
+        }
+        let d = Arc::make_mut(d);
         let mut remap = vec![DEAD; l.len()];
         let mut n = 0u32;
         for s in 0..l.len() {
@@ -1211,7 +1235,7 @@ fn trim(mut dfas: Vec<RuleDfa>, n_rules: usize) -> (Vec<RuleDfa>, Vec<bool>) {
     (dfas, productive_rule)
 }
 
-fn assemble(grammar: &Grammar, dfas: Vec<RuleDfa>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
+fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
     // Global byte classes: boundaries of every byte range in the grammar.
     let mut is_boundary = [false; 257];
     is_boundary[0] = true;
@@ -1366,7 +1390,7 @@ fn compute_nullable(a: &Automaton) -> Vec<bool> {
 /// ids produce equal automata whatever the rest of the grammar is.
 mod rule_cache {
     use std::hash::{Hash, Hasher};
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::{Arc, Mutex, OnceLock};
 
     use formcast_grammar::Expr;
     use rustc_hash::{FxHashMap, FxHasher};
@@ -1384,7 +1408,7 @@ mod rule_cache {
     const LIMIT_BYTES: usize = 64 << 20;
 
     struct Cache {
-        map: FxHashMap<u64, (Expr, RuleDfa)>,
+        map: FxHashMap<u64, (Expr, Arc<RuleDfa>)>,
         bytes: usize,
     }
 
@@ -1394,7 +1418,7 @@ mod rule_cache {
     }
 
     pub(super) struct Lookup {
-        pub dfa: Option<RuleDfa>,
+        pub dfa: Option<Arc<RuleDfa>>,
         /// The key to store under, when the body may be cached.
         pub key: Option<u64>,
     }
@@ -1439,11 +1463,11 @@ mod rule_cache {
         edges * 12 + d.accepting.len() * 80
     }
 
-    pub(super) fn store(key: u64, body: &Expr, dfa: &RuleDfa, nfa_states: usize) {
+    pub(super) fn store(key: u64, body: &Expr, dfa: Arc<RuleDfa>, nfa_states: usize) {
         if nfa_states + 4 * dfa.accepting.len() < MIN_WORK {
             return;
         }
-        let size = size_of(dfa) * 2;
+        let size = size_of(&dfa) * 2;
         if size > LIMIT_BYTES {
             return;
         }
@@ -1452,7 +1476,7 @@ mod rule_cache {
                 c.map.clear();
                 c.bytes = 0;
             }
-            if c.map.insert(key, (body.clone(), dfa.clone())).is_none() {
+            if c.map.insert(key, (body.clone(), dfa)).is_none() {
                 c.bytes += size;
             }
         }

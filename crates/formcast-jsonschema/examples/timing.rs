@@ -2,7 +2,8 @@
 //! (this crate) and grammar → engine automaton (Llama-3 vocabulary).
 //!
 //! `cargo run --release --example timing -- [workload dir] [tokenizer.model]`
-//! (env: STRICT=0 for JSON Schema's open objects, FRONT_N / ENGINE_N repetitions, RULES=1 largest rules)
+//! (env: STRICT=0 for JSON Schema's open objects, FRONT_N / ENGINE_N repetitions, ALL=1 every run's time,
+//! RULES=1 largest rules)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -74,6 +75,9 @@ fn main() {
             }
         }
         let name = f.file_stem().unwrap().to_string_lossy().to_string();
+        if std::env::var("ALL").is_ok() {
+            println!("{name}: front {front:.3?} engine {engine:.3?}");
+        }
         println!(
             "{name:<28} schema→grammar {:>7.3} ms ({} rules, {} DFA states)   engine compile {:>7.3} ms   total {:>7.3} ms",
             median(front.clone()),

@@ -7,8 +7,11 @@
 //! (internationalized host names need Punycode and IDNA tables; `regex` is
 //! not regular) are reported as unsupported rather than approximated.
 
+use std::sync::Arc;
+
 use crate::ecma::full_match;
 use crate::re::Re;
+use crate::strings::Atom;
 
 const DIGIT: &str = "[0-9]";
 const HEX: &str = "[0-9A-Fa-f]";
@@ -16,15 +19,21 @@ const HEX: &str = "[0-9A-Fa-f]";
 /// `None`: unknown format (an annotation). `Some(Err)`: known, not
 /// enforceable exactly.
 pub fn format_re(name: &str) -> Option<Result<Re, String>> {
-    // Formats are built once per process (date-time alone is thousands of
-    // alternatives).
-    type Cache = std::sync::Mutex<std::collections::HashMap<String, Option<Result<Re, String>>>>;
+    format_atom(name).map(|r| r.map(|a| a.re.clone()))
+}
+
+/// The format as a shared string atom (`format 'name'`), built once per
+/// process: date-time alone is thousands of alternatives, and the atom also
+/// memoizes its automaton and its JSON-string expression, so every later
+/// schema that uses the format copies rather than rebuilds them.
+pub fn format_atom(name: &str) -> Option<Result<Arc<Atom>, String>> {
+    type Cache = std::sync::Mutex<std::collections::HashMap<String, Option<Result<Arc<Atom>, String>>>>;
     static CACHE: std::sync::OnceLock<Cache> = std::sync::OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     if let Some(hit) = cache.lock().ok().and_then(|c| c.get(name).cloned()) {
         return hit;
     }
-    let r = build_format(name);
+    let r = build_format(name).map(|r| r.map(|re| Atom::new(re, format!("format '{name}'"))));
     if let Ok(mut c) = cache.lock() {
         c.insert(name.to_string(), r.clone());
     }

@@ -441,9 +441,9 @@ impl<'a> Builder<'a> {
         if let Some(f) = get(j, draft, "format") {
             let kp = kw_ptr(ptr, "format");
             if let (Some(name), FormatMode::Assert) = (f.as_str(), self.opts.format) {
-                match formats::format_re(name) {
+                match formats::format_atom(name) {
                     None => self.warn("format", &kp, format!("unknown format '{name}' is not enforced")),
-                    Some(Ok(re)) => lang = Lang::and(lang, Lang::Atom(Atom::new(re, format!("format '{name}'")))),
+                    Some(Ok(atom)) => lang = Lang::and(lang, Lang::Atom(atom)),
                     Some(Err(reason)) => self.refuse("format", &kp, format!("format '{name}': {reason}"))?,
                 }
             }

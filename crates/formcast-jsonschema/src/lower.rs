@@ -189,7 +189,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             if let Some(e) = self.atom_rules.get(&key) {
                 return Ok(e.clone());
             }
-            let body = re_expr(&a.re, Enc::Json);
+            let body = a.json_expr().clone();
             let e = self.avoid(seq(vec![lit("\""), body, lit("\"")]));
             let e = self.share(e, "string")?;
             self.atom_rules.insert(key, e.clone());

@@ -263,6 +263,132 @@ impl Re {
         }
     }
 
+    /// Whether the whole of `s` is in the language. Simulates the
+    /// expression over the set of positions it can reach, with no
+    /// automaton: cheap for short strings such as property names, where
+    /// building a DFA of a large pattern costs milliseconds.
+    pub fn matches(&self, s: &str) -> bool {
+        let text: Vec<u32> = s.chars().map(|c| c as u32).collect();
+        let mut from = vec![false; text.len() + 1];
+        from[0] = true;
+        self.reach(&text, &from)[text.len()]
+    }
+
+    /// The positions reachable by matching `self` from any of `from`.
+    fn reach(&self, text: &[u32], from: &[bool]) -> Vec<bool> {
+        let n = text.len();
+        match self {
+            Re::Nothing => vec![false; n + 1],
+            Re::Empty => from.to_vec(),
+            Re::Start | Re::End => {
+                let at = if matches!(self, Re::Start) { 0 } else { n };
+                let mut out = vec![false; n + 1];
+                out[at] = from[at];
+                out
+            }
+            Re::Chars(r) => {
+                let mut out = vec![false; n + 1];
+                for p in 0..n {
+                    out[p + 1] = from[p] && r.iter().any(|&(a, b)| a <= text[p] && text[p] <= b);
+                }
+                out
+            }
+            Re::Seq(v) => v.iter().fold(from.to_vec(), |cur, x| if cur.iter().any(|&b| b) { x.reach(text, &cur) } else { cur }),
+            Re::Alt(v) => {
+                let mut out = vec![false; n + 1];
+                for x in v {
+                    for (o, r) in out.iter_mut().zip(x.reach(text, from)) {
+                        *o |= r;
+                    }
+                }
+                out
+            }
+            Re::Repeat(x, min, max) => {
+                // Stops at a fixpoint or when nothing is left: a body that
+                // consumes empties the set within n + 1 steps, so large
+                // bounds cost no more than the text is long.
+                let mut cur = from.to_vec();
+                for _ in 0..*min {
+                    if !cur.iter().any(|&b| b) {
+                        break;
+                    }
+                    let next = x.reach(text, &cur);
+                    if next == cur {
+                        break;
+                    }
+                    cur = next;
+                }
+                let mut acc = cur.clone();
+                let mut extra = max.map(|m| m - min);
+                while extra != Some(0) && cur.iter().any(|&b| b) {
+                    cur = x.reach(text, &cur);
+                    let mut grew = false;
+                    for (a, &c) in acc.iter_mut().zip(&cur) {
+                        grew |= c && !*a;
+                        *a |= c;
+                    }
+                    if !grew {
+                        break;
+                    }
+                    extra = extra.map(|e| e - 1);
+                }
+                acc
+            }
+        }
+    }
+
+    /// A short string of the language when one is easy to build (first
+    /// alternatives, fewest repetitions, assertions ignored: callers check
+    /// it with [`Re::matches`]).
+    pub fn example(&self) -> Option<String> {
+        Some(match self {
+            Re::Nothing => return None,
+            Re::Empty | Re::Start | Re::End => String::new(),
+            Re::Chars(r) => {
+                // A lowercase letter when the set has one: keys read better.
+                let c = r.iter().find(|&&(a, b)| a <= 0x7a && b >= 0x61).map_or(r[0].0, |&(a, _)| a.max(0x61));
+                char::from_u32(c)?.to_string()
+            }
+            Re::Seq(v) => v.iter().map(Re::example).collect::<Option<String>>()?,
+            Re::Alt(v) => return v.iter().find_map(Re::example),
+            Re::Repeat(x, min, _) => {
+                if *min > 64 {
+                    return None;
+                }
+                x.example()?.repeat(*min as usize)
+            }
+        })
+    }
+
+    /// The characters every string of the language starts with.
+    pub fn literal_prefix(&self) -> String {
+        let mut out = String::new();
+        let items: &[Re] = match self {
+            Re::Seq(v) => v,
+            other => std::slice::from_ref(other),
+        };
+        for x in items {
+            match x {
+                Re::Start => {}
+                Re::Chars(r) if r.len() == 1 && r[0].0 == r[0].1 => match char::from_u32(r[0].0) {
+                    Some(c) => out.push(c),
+                    None => break,
+                },
+                Re::Seq(_) => {
+                    let inner = x.literal_prefix();
+                    let n = inner.chars().count() as u64;
+                    let whole = x.len_bounds() == Some((n, Some(n)));
+                    out.push_str(&inner);
+                    if !whole {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        out
+    }
+
     /// Shortest and longest string lengths in characters (`None`: unbounded);
     /// `None` overall for the empty language.
     pub fn len_bounds(&self) -> Option<(u64, Option<u64>)> {
@@ -334,5 +460,60 @@ mod tests {
         assert_eq!(norm_ranges(vec![(0xD000, 0xE100)]), vec![(0xD000, 0xD7FF), (0xE000, 0xE100)]);
         assert_eq!(complement_ranges(&SCALARS), vec![]);
         assert_eq!(Re::lit("abc").len_bounds(), Some((3, Some(3))));
+    }
+
+    #[test]
+    fn matching_without_an_automaton() {
+        let digits = Re::repeat(Re::chars(vec![(0x30, 0x39)]), 2, Some(4));
+        let r = Re::seq(vec![Re::Start, Re::lit("id_"), digits, Re::End]);
+        assert!(r.matches("id_12") && r.matches("id_1234") && !r.matches("id_1") && !r.matches("id_12345") && !r.matches("xid_12"));
+        assert!(Re::repeat(Re::opt(Re::char('a')), 10000, None).matches("aaa"));
+        assert!(!Re::repeat(Re::char('a'), 10000, None).matches("aaa"));
+        assert!(Re::seq(vec![Re::any(), Re::End, Re::any()]).matches("abc"));
+        assert!(!Re::seq(vec![Re::char('a'), Re::Start]).matches("a"));
+        assert_eq!(r.example().as_deref(), Some("id_00"));
+        assert_eq!(r.literal_prefix(), "id_");
+        assert_eq!(Re::seq(vec![Re::any(), Re::lit("x")]).literal_prefix(), "");
+    }
+}
+
+#[cfg(test)]
+mod matching_agrees_with_automata {
+    use proptest::prelude::*;
+
+    use super::Re;
+    use crate::automata::Dfa;
+
+    /// Small expressions over `a`, `b`, `c` with assertions and bounded
+    /// and unbounded repeats.
+    fn re() -> impl Strategy<Value = Re> {
+        let leaf = prop_oneof![
+            Just(Re::char('a')),
+            Just(Re::char('b')),
+            Just(Re::chars(vec![(0x61, 0x63)])),
+            Just(Re::Empty),
+            Just(Re::Start),
+            Just(Re::End),
+        ];
+        leaf.prop_recursive(4, 24, 3, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 2..4).prop_map(Re::seq),
+                prop::collection::vec(inner.clone(), 2..4).prop_map(Re::alt),
+                (inner, 0u32..3, prop::option::of(0u32..3)).prop_map(|(x, lo, hi)| Re::repeat(x, lo, hi.map(|h| lo + h))),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn matches_is_the_automaton_language(r in re(), s in "[abc]{0,6}") {
+            let d = Dfa::from_re(&r).unwrap();
+            prop_assert_eq!(r.matches(&s), d.matches(&s), "{:?} on {:?}", r, s);
+            if let Some(e) = r.example() {
+                prop_assert_eq!(r.matches(&e), d.matches(&e));
+            }
+            let p = r.literal_prefix();
+            prop_assert!(!d.matches(&s) || s.starts_with(&p), "{:?} has prefix {:?} but accepts {:?}", r, p, s);
+        }
     }
 }

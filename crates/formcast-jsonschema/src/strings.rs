@@ -11,7 +11,10 @@
 use std::collections::BTreeSet;
 use std::sync::{Arc, OnceLock};
 
+use formcast_grammar::Expr;
+
 use crate::automata::{AutomatonError, Dfa};
+use crate::emit::{re_expr, Enc};
 use crate::re::Re;
 
 /// A regular atom with a description for error messages.
@@ -21,11 +24,35 @@ pub struct Atom {
     /// E.g. `pattern '^a+$'` or `format 'date'`.
     pub what: String,
     dfa: OnceLock<Result<Arc<Dfa>, AutomatonError>>,
+    json: OnceLock<Expr>,
+    /// Small enough to match strings against the expression itself
+    /// ([`Re::matches`]) rather than build its automaton.
+    small: bool,
 }
+
+/// Largest expression (in [`Re::cost`] units) matched without an automaton.
+const SMALL_RE: u64 = 2048;
 
 impl Atom {
     pub fn new(re: Re, what: String) -> Arc<Atom> {
-        Arc::new(Atom { re, what, dfa: OnceLock::new() })
+        let small = re.cost() <= SMALL_RE;
+        Arc::new(Atom { re, what, dfa: OnceLock::new(), json: OnceLock::new(), small })
+    }
+
+    /// The language as the content of a JSON string (canonical escapes),
+    /// built on first use.
+    pub fn json_expr(&self) -> &Expr {
+        self.json.get_or_init(|| re_expr(&self.re, Enc::Json))
+    }
+
+    /// Whether `s` is in the language: through the automaton when it is
+    /// built or the expression is large, else on the expression.
+    pub fn matches(&self, s: &str) -> Result<bool, AutomatonError> {
+        match self.dfa.get() {
+            Some(Ok(d)) => Ok(d.matches(s)),
+            _ if self.small => Ok(self.re.matches(s)),
+            _ => Ok(self.dfa()?.matches(s)),
+        }
     }
 
     pub fn dfa(&self) -> Result<Arc<Dfa>, AutomatonError> {
@@ -209,7 +236,7 @@ impl Lang {
             Lang::All => true,
             Lang::Nothing => false,
             Lang::Set(set) => set.contains(s),
-            Lang::Atom(a) => a.dfa()?.matches(s),
+            Lang::Atom(a) => a.matches(s)?,
             Lang::Len(min, max) => {
                 let n = s.chars().count() as u64;
                 n >= *min && max.is_none_or(|m| n <= m)
@@ -311,8 +338,35 @@ impl Lang {
                     Some(true)
                 }
             }
-            _ => self.dfa().ok().map(|d| d.is_empty_language()),
+            _ => self.empty_without_automaton().or_else(|| self.dfa().ok().map(|d| d.is_empty_language())),
         }
+    }
+
+    /// Cheap answers before any product automaton: two required atoms whose
+    /// strings start with different literal text (`^name_…` and `^title_…`,
+    /// the usual `patternProperties`) cannot meet; and a short string that
+    /// the language provably contains (an example of one of its atoms, or a
+    /// few plain ones) shows it is not empty.
+    fn empty_without_automaton(&self) -> Option<bool> {
+        let atoms: Vec<&Arc<Atom>> = match self {
+            Lang::And(v) => v.iter().filter_map(|x| if let Lang::Atom(a) = x { Some(a) } else { None }).collect(),
+            Lang::Atom(a) => vec![a],
+            _ => vec![],
+        };
+        let prefixes: Vec<String> = atoms.iter().map(|a| a.re.literal_prefix()).collect();
+        for (i, p) in prefixes.iter().enumerate() {
+            if prefixes[..i].iter().any(|q| !p.starts_with(q.as_str()) && !q.starts_with(p.as_str())) {
+                return Some(true);
+            }
+        }
+        let examples = atoms.iter().filter_map(|a| a.re.example());
+        let plain = ["", "a", "x_", "0", "~", "\u{1}"].into_iter().map(String::from);
+        for s in examples.chain(plain) {
+            if self.contains(&s) == Ok(true) {
+                return Some(false);
+            }
+        }
+        None
     }
 
     /// All strings but finitely many (cheap syntactic check).
