@@ -1404,17 +1404,27 @@ mod rule_cache {
     /// time threshold, so a background prewarm fills it the same way on
     /// every machine.)
     const MIN_WORK: usize = 2048;
-    /// Byte budget (approximate); the cache starts over when full.
+    /// Byte budget (approximate). When full, the least recently used
+    /// entries go until a quarter is free: one giant schema must not flush
+    /// the formats every other schema uses.
     const LIMIT_BYTES: usize = 64 << 20;
 
-    struct Cache {
-        map: FxHashMap<u64, (Expr, Arc<RuleDfa>)>,
+    struct Entry {
+        body: Expr,
+        dfa: Arc<RuleDfa>,
         bytes: usize,
+        last_used: u64,
+    }
+
+    struct Cache {
+        map: FxHashMap<u64, Entry>,
+        bytes: usize,
+        clock: u64,
     }
 
     fn cache() -> &'static Mutex<Cache> {
         static C: OnceLock<Mutex<Cache>> = OnceLock::new();
-        C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0 }))
+        C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, clock: 0 }))
     }
 
     pub(super) struct Lookup {
@@ -1454,7 +1464,13 @@ mod rule_cache {
         let mut h = FxHasher::default();
         body.hash(&mut h);
         let key = h.finish();
-        let dfa = cache().lock().ok().and_then(|c| c.map.get(&key).filter(|(e, _)| e == body).map(|(_, d)| d.clone()));
+        let dfa = cache().lock().ok().and_then(|mut c| {
+            c.clock += 1;
+            let now = c.clock;
+            let e = c.map.get_mut(&key).filter(|e| e.body == *body)?;
+            e.last_used = now;
+            Some(e.dfa.clone())
+        });
         Lookup { dfa, key: Some(key) }
     }
 
@@ -1473,12 +1489,23 @@ mod rule_cache {
         }
         if let Ok(mut c) = cache().lock() {
             if c.bytes + size > LIMIT_BYTES {
-                c.map.clear();
-                c.bytes = 0;
+                let mut by_age: Vec<(u64, u64)> = c.map.iter().map(|(k, e)| (e.last_used, *k)).collect();
+                by_age.sort_unstable();
+                for (_, k) in by_age {
+                    if c.bytes + size <= LIMIT_BYTES / 4 * 3 {
+                        break;
+                    }
+                    if let Some(e) = c.map.remove(&k) {
+                        c.bytes -= e.bytes;
+                    }
+                }
             }
-            if c.map.insert(key, (body.clone(), dfa)).is_none() {
-                c.bytes += size;
+            c.clock += 1;
+            let last_used = c.clock;
+            if let Some(old) = c.map.insert(key, Entry { body: body.clone(), dfa, bytes: size, last_used }) {
+                c.bytes -= old.bytes;
             }
+            c.bytes += size;
         }
     }
 }

@@ -145,6 +145,11 @@ impl CompiledGrammar {
         }
     }
 
+    /// What mask walks may skip from DFA states (shared with the partition walks).
+    pub(crate) fn skips(&self) -> &SkipMemo {
+        &self.skips
+    }
+
     /// Approximate memory held by the compiled grammar and its caches (O(1)).
     pub fn memory_bytes(&self) -> usize {
         let parts = self.partition_bytes.load(Ordering::Relaxed);

@@ -108,6 +108,12 @@ pub struct MaskWalker {
     /// Per set: which bytes were checked for leading back to the same set,
     /// and which do.
     loops: Vec<([u64; 4], [u64; 4])>,
+    /// Per set, once needed: the skips of its items' states (`(bytes, run,
+    /// text run)`, see `partition::Skip`). One item that takes a whole
+    /// subtree without finishing or calling makes all its tokens valid:
+    /// past the end of a 32-character block of a length-bounded string, say,
+    /// where the next block's item takes any text up to its length.
+    set_skips: Vec<Option<Vec<([u64; 4], u32, u32)>>>,
     frames: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     closed: Vec<Item>,
@@ -130,6 +136,8 @@ impl MaskWalker {
         self.by_seeds.clear();
         self.loops.clear();
         self.loops.push(([u64::MAX; 4], [0; 4]));
+        self.set_skips.clear();
+        self.set_skips.push(Some(Vec::new()));
         self.sets.push((0, 0));
         self.trans.resize(256, DEAD);
     }
@@ -152,6 +160,7 @@ impl MaskWalker {
             self.set_items.extend_from_slice(&self.closed);
             self.trans.resize(self.trans.len() + 256, UNKNOWN);
             self.loops.push(([0; 4], [0; 4]));
+            self.set_skips.push(None);
             id
         };
         self.by_seeds.insert(self.seeds.clone(), id);
@@ -199,6 +208,23 @@ impl MaskWalker {
         Ok(true)
     }
 
+    /// Whether some item of `set` takes every path of the subtree below trie
+    /// node `i` through interior states of its rule (by bytes and height, or
+    /// as text by characters).
+    fn skips_subtree(&mut self, g: &CompiledGrammar, set: u32, i: usize) -> bool {
+        let v = &*g.vocab;
+        if self.set_skips[set as usize].is_none() {
+            let (start, len) = self.sets[set as usize];
+            let items = &self.set_items[start as usize..(start + len) as usize];
+            self.set_skips[set as usize] = Some(g.skips().skips_of(&g.automaton, v, items.iter().map(|it| it.state)));
+        }
+        let below = v.below[i];
+        let (height, chars) = (v.height[i] as u32, v.text_chars[i]);
+        self.set_skips[set as usize].as_ref().is_some_and(|sk| {
+            sk.iter().any(|&(bytes, run, text)| (run >= height && (0..4).all(|k| below[k] & !bytes[k] == 0)) || (chars != u16::MAX && text >= chars as u32))
+        })
+    }
+
     /// Computes the mask of `set` into `bits` (which must be cleared).
     pub fn compute(
         &mut self,
@@ -233,6 +259,11 @@ impl MaskWalker {
             }
             let part = g.partition(it.state);
             part.accept.or_into(&mut bits.words);
+            // Frontier nodes come in runs with the same exit state (a
+            // bounded string near the end of a block exits at every node of
+            // one depth): their start set is interned once per run, and a
+            // subtree that one of its items takes whole costs one test.
+            let mut last: Option<(u32, u32)> = None;
             for &(node, t) in &part.frontier {
                 for &tok in v.tokens_at(node as usize) {
                     bits.set(tok as usize);
@@ -240,12 +271,26 @@ impl MaskWalker {
                 if v.nodes[node as usize].end <= node + 1 {
                     continue;
                 }
-                self.seeds.clear();
-                self.seeds.push(Item { state: t, cont: it.cont });
-                let start = self.intern_closure(a, arena, sc)?;
-                if start != EMPTY {
-                    self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
+                let start = match last {
+                    Some((lt, set)) if lt == t => set,
+                    _ => {
+                        self.seeds.clear();
+                        self.seeds.push(Item { state: t, cont: it.cont });
+                        let set = self.intern_closure(a, arena, sc)?;
+                        last = Some((t, set));
+                        set
+                    }
+                };
+                if start == EMPTY {
+                    continue;
                 }
+                if self.skips_subtree(g, start, node as usize) {
+                    for &tok in v.subtree_tokens(node as usize) {
+                        bits.set(tok as usize);
+                    }
+                    continue;
+                }
+                self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
             }
         }
         arena.truncate(mark);
@@ -285,7 +330,7 @@ impl MaskWalker {
                 continue;
             }
             if t != EMPTY && node.end as usize - i >= LOOP_CHECK_MIN_NODES {
-                if self.loops_on(a, arena, sc, t, v.below[i])? {
+                if self.skips_subtree(g, t, i) || self.loops_on(a, arena, sc, t, v.below[i])? {
                     for &tok in v.subtree_tokens(i) {
                         bits.set(tok as usize);
                     }

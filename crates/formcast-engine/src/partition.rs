@@ -173,6 +173,36 @@ struct Skips {
 }
 
 impl SkipMemo {
+    /// What a walk may skip from each of `states` that is interior (neither
+    /// finishing nor calling): `(bytes, run, text run)` per state, as a
+    /// partition walk uses them (see [`Skip`], [`text_run`]).
+    pub(crate) fn skips_of(&self, a: &Automaton, v: &VocabIndex, states: impl Iterator<Item = StateId>) -> Vec<([u64; 4], u32, u32)> {
+        let mut m = self.take();
+        let mut out = Vec::new();
+        for t in states {
+            if !interior(a, t) {
+                continue;
+            }
+            let sk = skip_of(a, t, &mut m.skips);
+            let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
+            let text = if sk.text != TEXT_UNKNOWN {
+                sk.text
+            } else if ascii {
+                text_run(a, t, v.max_token_len as u32, &mut m.texts)
+            } else {
+                0
+            };
+            if let Some(k) = m.skips.get_mut(&t) {
+                k.text = text;
+            }
+            if sk.run > 0 || text > 0 {
+                out.push((sk.bytes, sk.run, text));
+            }
+        }
+        self.give_back(m);
+        out
+    }
+
     /// Takes the memo out (a concurrent walk starts empty instead of waiting).
     fn take(&self) -> Skips {
         self.0.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default()
