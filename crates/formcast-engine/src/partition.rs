@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{flags, Automaton, StateId, DEAD};
+use crate::bitset::Bitset;
 use crate::mask::StoredMask;
 use crate::parser::mix;
 use crate::vocab_index::{text_next, VocabIndex, TEXT_DEAD};
@@ -424,10 +425,18 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u
     memo[&t]
 }
 
+fn set_all(bits: &mut Bitset, ids: &[u32]) {
+    for &t in ids {
+        bits.set(t as usize);
+    }
+}
+
 /// The trie walk itself; `exit_id` names a frontier state in the output.
 fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32, memo: &SkipMemo) -> (StoredMask, Vec<(u32, u32)>) {
     let nodes = &v.nodes;
-    let mut accept: Vec<u32> = Vec::new();
+    // A bitset rather than an id list: a string state accepts most of the
+    // vocabulary, and a 100k-entry list costs its growth and its pages.
+    let mut accept = Bitset::new(v.logits_size);
     let mut frontier = Vec::new();
     let mut memo_now = memo.take();
     let Skips { skips, texts } = &mut memo_now;
@@ -457,7 +466,7 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         if node.end as usize == i + 1 {
             // A leaf: its tokens end on an interior state.
-            accept.extend_from_slice(v.tokens_at(i));
+            set_all(&mut accept, v.tokens_at(i));
             i += 1;
             continue;
         }
@@ -488,16 +497,16 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         last = Some((t, sk));
         if whole {
-            accept.extend_from_slice(v.subtree_tokens(i));
+            set_all(&mut accept, v.subtree_tokens(i));
             i = node.end as usize;
             continue;
         }
-        accept.extend_from_slice(v.tokens_at(i));
+        set_all(&mut accept, v.tokens_at(i));
         stack.push((node.end, t));
         i += 1;
     }
     memo.give_back(memo_now);
-    (StoredMask::from_ids(accept, v.logits_size), frontier)
+    (StoredMask::from_bitset(&accept), frontier)
 }
 
 #[cfg(test)]
