@@ -168,6 +168,11 @@ struct NfaBuilder<'a> {
     /// Inside [`Expr::Avoiding`]: rule references are expanded in place
     /// (the excludes must be tracked through them); the rules being expanded.
     inline: Option<Vec<Frame>>,
+    /// The accepting state of the rule being built: a reference to an
+    /// inline rule ([`Rule::inline`]) that leads straight to it is built in
+    /// place, once per rule (`tail_entry`), instead of called.
+    tail_to: u32,
+    tail_entry: FxHashMap<RuleId, u32>,
 }
 
 impl<'a> NfaBuilder<'a> {
@@ -213,8 +218,20 @@ impl<'a> NfaBuilder<'a> {
             }
             Expr::Chars(ranges) => self.build_chars(ranges, from, to)?,
             Expr::Rule(r) => {
+                let rules = self.rules;
                 if self.inline.is_some() {
                     self.inline_rule(*r, from, to, depth)?;
+                } else if to == self.tail_to && rules.get(*r as usize).is_some_and(|x| x.inline) {
+                    let entry = match self.tail_entry.get(r) {
+                        Some(&e) => e,
+                        None => {
+                            let e = self.new_state()?;
+                            self.tail_entry.insert(*r, e);
+                            self.build(&rules[*r as usize].body, e, to, depth + 1)?;
+                            e
+                        }
+                    };
+                    self.states[from as usize].eps.push(entry);
                 } else {
                     self.states[from as usize].calls.push((*r, to));
                 }
@@ -357,6 +374,8 @@ impl<'a> NfaBuilder<'a> {
             total_before: self.total_before + self.states.len(),
             rules: self.rules,
             inline: Some(Vec::new()),
+            tail_to: u32::MAX,
+            tail_entry: FxHashMap::default(),
         };
         let s0 = sub.new_state()?;
         let s1 = sub.new_state()?;
@@ -734,6 +753,13 @@ struct Closer<'n> {
     stack: Vec<u32>,
 }
 
+impl RuleDfa {
+    /// One non-accepting state without edges: a rule that is never called.
+    fn inert() -> RuleDfa {
+        RuleDfa { byte_trans: vec![vec![]], calls: vec![vec![]], tokens: vec![vec![]], excepts: vec![vec![]], ticks: vec![None], accepting: vec![false], trimmed: false }
+    }
+}
+
 impl<'n> Closer<'n> {
     fn new(nfa: &'n [NState], accept: u32) -> Self {
         let relevant = nfa
@@ -974,6 +1000,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     }
     let mut except_sets = Vec::new();
     let mut except_index = FxHashMap::default();
+    let called = called_rules(grammar);
     let mut dfas: Vec<Arc<RuleDfa>> = Vec::with_capacity(n_rules);
     // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
     let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
@@ -989,8 +1016,15 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             total_before: total_nfa,
             rules: &grammar.rules,
             inline: None,
+            tail_to: u32::MAX,
+            tail_entry: FxHashMap::default(),
         };
-        let cached = rule_cache::lookup(&rule.body);
+        if rule.inline && !called[i] {
+            // Only ever built in place: no automaton of its own.
+            dfas.push(Arc::new(RuleDfa::inert()));
+            continue;
+        }
+        let cached = if refers_inline(&rule.body, &grammar.rules) { rule_cache::Lookup { dfa: None, key: None } } else { rule_cache::lookup(&rule.body) };
         if let Some(dfa) = cached.dfa {
             total_dfa += dfa.accepting.len();
             if total_dfa > limits.max_dfa_states {
@@ -1001,6 +1035,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         }
         let start = b.new_state()?;
         let accept = b.new_state()?;
+        b.tail_to = accept;
         b.build(&rule.body, start, accept, 0)?;
         total_nfa += b.states.len();
         let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
@@ -1041,6 +1076,51 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         )));
     }
     Ok(assemble(grammar, dfas, except_sets))
+}
+
+/// Rules that need an automaton of their own: every rule but the inline
+/// ones referenced only as a last step (those are built in place).
+fn called_rules(grammar: &Grammar) -> Vec<bool> {
+    fn note(e: &Expr, tail: bool, rules: &[Rule], out: &mut [bool]) {
+        match e {
+            Expr::Rule(r) => {
+                if let Some(x) = out.get_mut(*r as usize) {
+                    *x |= !(tail && rules[*r as usize].inline);
+                }
+            }
+            Expr::Seq(v) => {
+                for (k, x) in v.iter().enumerate() {
+                    note(x, tail && k + 1 == v.len(), rules, out);
+                }
+            }
+            Expr::Alt(v) => v.iter().for_each(|x| note(x, tail, rules, out)),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out),
+            Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| note(x, false, rules, out)),
+            Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| note(x, false, rules, out)),
+            _ => {}
+        }
+    }
+    let mut out: Vec<bool> = grammar.rules.iter().map(|r| !r.inline).collect();
+    if let Some(x) = out.get_mut(grammar.root as usize) {
+        *x = true;
+    }
+    for r in &grammar.rules {
+        note(&r.body, true, &grammar.rules, &mut out);
+    }
+    out
+}
+
+/// Whether `e` references an inline rule (its automaton then depends on
+/// that rule's body, not on `e` alone).
+fn refers_inline(e: &Expr, rules: &[Rule]) -> bool {
+    match e {
+        Expr::Rule(r) => rules.get(*r as usize).is_some_and(|x| x.inline),
+        Expr::Seq(v) | Expr::Alt(v) => v.iter().any(|x| refers_inline(x, rules)),
+        Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => refers_inline(expr, rules),
+        Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, x)| refers_inline(x, rules)),
+        Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, x)| refers_inline(x, rules)),
+        _ => false,
+    }
 }
 
 fn has_avoiding(e: &Expr) -> bool {
@@ -1427,7 +1507,7 @@ mod rule_cache {
         C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, clock: 0 }))
     }
 
-    pub(super) struct Lookup {
+    pub(crate) struct Lookup {
         pub dfa: Option<Arc<RuleDfa>>,
         /// The key to store under, when the body may be cached.
         pub key: Option<u64>,

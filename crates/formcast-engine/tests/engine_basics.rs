@@ -22,7 +22,7 @@ fn compile(g: &Grammar, v: &Arc<VocabIndex>) -> Arc<CompiledGrammar> {
 }
 
 fn rules(rs: Vec<(&str, Expr)>) -> Grammar {
-    Grammar { rules: rs.into_iter().map(|(n, b)| Rule { name: n.into(), body: b }).collect(), root: 0 }
+    Grammar { rules: rs.into_iter().map(|(n, b)| Rule::new(n, b)).collect(), root: 0 }
 }
 
 fn allowed(m: &mut Matcher) -> Vec<u32> {
@@ -474,4 +474,35 @@ fn string_body_masks_match_token_acceptance() {
             assert_eq!(got, want, "prefix {p:?}");
         }
     }
+}
+
+/// root ::= "(" A ")" with inline right-linear helpers A ::= "a" B | ε,
+/// B ::= "b" A: the language `((ab)*)`, built as one automaton.
+#[test]
+fn inline_right_linear_rules_are_built_in_place() {
+    let v = vocab(TOKS, &[0], &[0]);
+    let mut g = rules(vec![
+        ("root", Expr::Seq(vec![Expr::literal("("), Expr::Rule(1), Expr::literal(")")])),
+        ("a", Expr::Alt(vec![Expr::Seq(vec![Expr::literal("a"), Expr::Rule(2)]), Expr::Empty])),
+        ("b", Expr::Seq(vec![Expr::literal("b"), Expr::Rule(1)])),
+    ]);
+    let plain = compile(&g, &v);
+    g.rules[1].inline = true;
+    g.rules[2].inline = true;
+    let inlined = compile(&g, &v);
+    // `b` is only ever a last step: it gets no automaton of its own, and
+    // `a` (called from root) holds the whole group without calls.
+    let a = &inlined.automaton;
+    assert_eq!(a.rule_start[2] + 1, a.n_states() as u32);
+    assert!((a.rule_start[1]..a.rule_start[2]).all(|s| a.calls_of(s).is_empty()));
+    for text in ["()", "(ab)", "(abab)", "(a)", "(aba)", "(b)", "(abb)", "(ab", "ab)"] {
+        let accepts = |cg: &Arc<CompiledGrammar>| {
+            let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+            m.accept_bytes(text.as_bytes()).unwrap() && m.can_end()
+        };
+        assert_eq!(accepts(&inlined), accepts(&plain), "{text}");
+    }
+    let mut m = Matcher::new(inlined, false, None).unwrap();
+    assert!(m.accept_bytes(b"(ab").unwrap());
+    assert_eq!(allowed(&mut m), vec![1, 3, 5]);
 }

@@ -240,10 +240,7 @@ impl<'a, 'r> Parser<'a, 'r> {
             .names
             .iter()
             .zip(self.bodies)
-            .map(|(name, body)| Rule {
-                name: name.to_string(),
-                body: body.unwrap_or(Expr::Nothing),
-            })
+            .map(|(name, body)| Rule::new(name.to_string(), body.unwrap_or(Expr::Nothing)))
             .collect();
         let grammar = Grammar { rules, root: root_id };
         crate::validate::validate(&grammar)?;

@@ -90,6 +90,18 @@ pub enum Expr {
 pub struct Rule {
     pub name: String,
     pub body: Expr,
+    /// A helper of a right-linear group (one rule per state of an
+    /// automaton, `q ::= a q1 | b q2 | ε`): where another rule references it
+    /// as its last step, the engine builds its body in place, once per
+    /// automaton, instead of calling it — so the group becomes one automaton
+    /// of about its own size rather than a call per character.
+    pub inline: bool,
+}
+
+impl Rule {
+    pub fn new(name: impl Into<String>, body: Expr) -> Rule {
+        Rule { name: name.into(), body, inline: false }
+    }
 }
 
 /// A complete grammar: rules plus the id of the start rule.

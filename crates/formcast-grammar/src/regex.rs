@@ -56,10 +56,7 @@ pub fn regex_to_expr(pattern: &str) -> Result<Expr, GrammarError> {
 pub fn regex_grammar(pattern: &str) -> Result<Grammar, GrammarError> {
     let body = regex_to_expr(pattern)?;
     let grammar = Grammar {
-        rules: vec![crate::Rule {
-            name: "root".into(),
-            body,
-        }],
+        rules: vec![crate::Rule::new("root", body)],
         root: 0,
     };
     crate::validate::validate(&grammar)?;

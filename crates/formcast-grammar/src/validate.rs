@@ -315,7 +315,7 @@ mod tests {
         Grammar {
             rules: rules
                 .into_iter()
-                .map(|(n, body)| Rule { name: n.into(), body })
+                .map(|(n, body)| Rule::new(n, body))
                 .collect(),
             root: 0,
         }
@@ -401,7 +401,7 @@ mod tests {
         let mut rules: Vec<(String, Expr)> = (0..n - 1).map(|i| (format!("r{i}"), Expr::Rule(i + 1))).collect();
         rules.push(("last".into(), Expr::literal("x")));
         let g = Grammar {
-            rules: rules.into_iter().map(|(name, body)| Rule { name, body }).collect(),
+            rules: rules.into_iter().map(|(name, body)| Rule::new(name, body)).collect(),
             root: 0,
         };
         assert_eq!(validate(&g), Ok(()));

@@ -49,12 +49,18 @@ impl Emitter {
         }
         *k += 1;
         self.names.insert(n.clone());
-        self.rules.push(Rule { name: n, body: Expr::Nothing });
+        self.rules.push(Rule::new(n, Expr::Nothing));
         Ok(self.rules.len() as RuleId - 1)
     }
 
     pub fn set(&mut self, id: RuleId, body: Expr) {
         self.rules[id as usize].body = body;
+    }
+
+    /// Marks a rule as a helper the engine builds in place where it is
+    /// referenced last (see [`formcast_grammar::Rule::inline`]).
+    pub fn set_inline(&mut self, id: RuleId) {
+        self.rules[id as usize].inline = true;
     }
 
     pub fn add(&mut self, name: &str, body: Expr) -> Result<RuleId, String> {

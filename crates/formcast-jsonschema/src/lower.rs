@@ -252,6 +252,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                 alts.push(Expr::Empty);
             }
             self.em.set(ids[q], alt(alts));
+            self.em.set_inline(ids[q]);
         }
         Ok(Expr::Rule(ids[0]))
     }

@@ -89,6 +89,9 @@ pub enum Piece {
     Automaton(Arc<Dfa>),
 }
 
+/// Automata with more states than this become grammar rules, not expressions.
+const AUTOMATON_PIECE_MIN_STATES: usize = 8;
+
 /// Largest number of conjunctive terms a string language is expanded into.
 const MAX_TERMS: usize = 64;
 
@@ -597,6 +600,17 @@ fn lower_term(term: Vec<Lang>) -> Result<Option<Piece>, String> {
     }
     let mut all_atoms = pos_atoms.clone();
     all_atoms.extend(neg_atoms.iter().cloned());
+    // An automaton of more than a few states goes to the grammar as it is
+    // (right-linear rules that the engine builds in place): written as an
+    // expression by state elimination it grows to a hundred times its
+    // states (the names left over by a `patternProperties` language tag, a
+    // 91-state automaton, became 10,000 nodes, then 13,000 DFA states).
+    if acc.len() > AUTOMATON_PIECE_MIN_STATES && acc.len() <= crate::automata::MAX_RULE_DFA_STATES {
+        let min = acc.minimize();
+        if min.len() > AUTOMATON_PIECE_MIN_STATES {
+            return Ok(Some(Piece::Automaton(Arc::new(min))));
+        }
+    }
     match acc.to_re() {
         Ok(re) => Ok(Some(Piece::Content(re))),
         Err(AutomatonError::TooLarge(_)) if acc.len() <= crate::automata::MAX_RULE_DFA_STATES => Ok(Some(Piece::Automaton(Arc::new(acc)))),

@@ -102,7 +102,7 @@ impl<'a> Lowerer<'a> {
 
     /// Lowers the whole tree into a grammar whose root rule is `root`.
     pub fn grammar(mut self, root: &Node) -> Result<(Grammar, Vec<String>)> {
-        self.rules.push(Rule { name: "root".into(), body: Expr::Empty });
+        self.rules.push(Rule::new("root", Expr::Empty));
         let body = self.lower(root, &EndCtx::default())?;
         self.rules[0].body = body;
         Ok((Grammar { rules: self.rules, root: 0 }, self.warnings))
@@ -112,7 +112,7 @@ impl<'a> Lowerer<'a> {
         if self.rules.len() >= self.opts.max_rules {
             return Err(err(ErrorKind::Limit, path, "structural_tag", "", format!("the grammar needs more than {} rules", self.opts.max_rules)));
         }
-        self.rules.push(Rule { name, body });
+        self.rules.push(Rule::new(name, body));
         Ok(Expr::Rule(self.rules.len() as RuleId - 1))
     }
 
@@ -165,7 +165,7 @@ impl<'a> Lowerer<'a> {
                     None => {
                         let id = self.rules.len() as RuleId;
                         self.embedded.insert(body.clone(), id);
-                        self.rules.push(Rule { name: format!("{path}/{}", r.name), body });
+                        self.rules.push(Rule::new(format!("{path}/{}", r.name), body));
                         id
                     }
                 };
@@ -184,7 +184,7 @@ impl<'a> Lowerer<'a> {
             let r = bodies[i].take().expect("unresolved rule");
             let mut body = r.body;
             remap(&mut body, &map);
-            self.rules.push(Rule { name: format!("{path}/{}", r.name), body });
+            self.rules.push(Rule::new(format!("{path}/{}", r.name), body));
         }
         Ok(Expr::Rule(map[g.root as usize]))
     }
