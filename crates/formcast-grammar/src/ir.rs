@@ -159,7 +159,107 @@ impl Expr {
     }
 }
 
+impl Expr {
+    /// Rewrites every rule reference `r` to `map[r]`.
+    pub fn remap_rules(&mut self, map: &[RuleId]) {
+        match self {
+            Expr::Rule(r) => *r = map[*r as usize],
+            Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|x| x.remap_rules(map)),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => expr.remap_rules(map),
+            Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| x.remap_rules(map)),
+            Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| x.remap_rules(map)),
+            _ => {}
+        }
+    }
+
+    /// The rules `self` references, in order (with repeats).
+    pub fn rule_refs(&self, out: &mut Vec<RuleId>) {
+        match self {
+            Expr::Rule(r) => out.push(*r),
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|x| x.rule_refs(out)),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => expr.rule_refs(out),
+            Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| x.rule_refs(out)),
+            Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| x.rule_refs(out)),
+            _ => {}
+        }
+    }
+}
+
 impl Grammar {
+    /// Merges rules with equal bodies (and, as merged references make more
+    /// bodies equal, their referrers in turn): a JSON Schema that defines
+    /// the same object under several names, or reaches one definition
+    /// through several `$ref` paths, compiles each automaton once. Merged
+    /// rules are left unreferenced with an empty body. Each body is hashed
+    /// once, and again only when a rule it references is merged.
+    pub fn merge_duplicate_rules(&mut self) {
+        use std::hash::{Hash, Hasher};
+        let n = self.rules.len();
+        let hash = |r: &Rule| {
+            let mut h = rustc_hash::FxHasher::default();
+            r.body.hash(&mut h);
+            r.inline.hash(&mut h);
+            h.finish()
+        };
+        let mut referrers: Vec<Vec<RuleId>> = vec![Vec::new(); n];
+        for (q, rule) in self.rules.iter().enumerate() {
+            let mut refs = Vec::new();
+            rule.body.rule_refs(&mut refs);
+            refs.sort_unstable();
+            refs.dedup();
+            for r in refs {
+                if let Some(v) = referrers.get_mut(r as usize) {
+                    v.push(q as RuleId);
+                }
+            }
+        }
+        let mut rep: Vec<RuleId> = (0..n as RuleId).collect();
+        // Live rules by body hash; `hashed[r]`: r is in its bucket.
+        let mut buckets: rustc_hash::FxHashMap<u64, Vec<RuleId>> = Default::default();
+        let mut hashed: Vec<Option<u64>> = vec![None; n];
+        let mut todo: std::collections::VecDeque<RuleId> = (0..n as RuleId).collect();
+        while let Some(r) = todo.pop_front() {
+            let ru = r as usize;
+            if rep[ru] != r || hashed[ru].is_some() {
+                continue;
+            }
+            let h = hash(&self.rules[ru]);
+            let bucket = buckets.entry(h).or_default();
+            let twin = bucket.iter().copied().find(|&o| self.rules[o as usize].body == self.rules[ru].body && self.rules[o as usize].inline == self.rules[ru].inline);
+            let Some(to) = twin else {
+                bucket.push(r);
+                hashed[ru] = Some(h);
+                continue;
+            };
+            rep[ru] = to;
+            for q in std::mem::take(&mut referrers[ru]) {
+                let qu = q as usize;
+                if rep[qu] != q {
+                    continue;
+                }
+                if let Some(old) = hashed[qu].take() {
+                    if let Some(b) = buckets.get_mut(&old) {
+                        b.retain(|&x| x != q);
+                    }
+                }
+                self.rules[qu].body.remap_rules(&rep);
+                referrers[to as usize].push(q);
+                todo.push_back(q);
+            }
+        }
+        for (r, rule) in self.rules.iter_mut().enumerate() {
+            if rep[r] != r as RuleId {
+                rule.body = Expr::Nothing;
+                rule.inline = false;
+            }
+        }
+        let mut root = self.root;
+        while rep[root as usize] != root {
+            root = rep[root as usize];
+        }
+        self.root = root;
+    }
+
     /// Looks a rule up by name.
     pub fn rule_id(&self, name: &str) -> Option<RuleId> {
         self.rules.iter().position(|r| r.name == name).map(|i| i as RuleId)
@@ -223,5 +323,33 @@ mod tests {
             },
             other => panic!("unexpected {other:?}"),
         }
+    }
+}
+
+#[cfg(test)]
+mod merge_tests {
+    use super::*;
+
+    #[test]
+    fn equal_rules_merge_and_so_do_their_referrers() {
+        let lit = Expr::literal;
+        let mut g = Grammar {
+            rules: vec![
+                Rule::new("root", Expr::Seq(vec![Expr::Rule(1), Expr::Rule(2)])),
+                Rule::new("a1", Expr::Seq(vec![lit("a"), Expr::Rule(3)])),
+                Rule::new("a2", Expr::Seq(vec![lit("a"), Expr::Rule(4)])),
+                Rule::new("x1", lit("x")),
+                Rule::new("x2", lit("x")),
+                Rule::new("y", lit("y")),
+            ],
+            root: 0,
+        };
+        g.rules[5].inline = true;
+        g.merge_duplicate_rules();
+        assert_eq!(g.rules[0].body, Expr::Seq(vec![Expr::Rule(1), Expr::Rule(1)]));
+        assert_eq!(g.rules[1].body, Expr::Seq(vec![lit("a"), Expr::Rule(3)]));
+        assert_eq!((&g.rules[2].body, &g.rules[4].body), (&Expr::Nothing, &Expr::Nothing));
+        assert_eq!(g.rules[5].body, lit("y"));
+        assert_eq!(g.root, 0);
     }
 }

@@ -109,6 +109,8 @@ pub fn compile_json(schema: &Json, opts: &SchemaOptions) -> Result<(Grammar, Vec
         }
         style => xml_styles::lower(&mut b, root, style)?,
     };
+    let mut grammar = grammar;
+    grammar.merge_duplicate_rules();
     match formcast_grammar::validate(&grammar) {
         Ok(()) => {}
         Err(GrammarError::EmptyLanguage(_)) => return Err(SchemaError::Unsatisfiable),

@@ -59,19 +59,6 @@ fn err(kind: ErrorKind, path: &str, ty: &str, field: &str, msg: impl Into<String
     StructuralError::new(kind, path, ty, field, msg)
 }
 
-/// Rewrites rule references through `map`.
-fn remap(e: &mut Expr, map: &[RuleId]) {
-    match e {
-        Expr::Rule(r) => *r = map[*r as usize],
-        Expr::Seq(v) | Expr::Alt(v) => v.iter_mut().for_each(|x| remap(x, map)),
-        Expr::Repeat { expr, .. } => remap(expr, map),
-        Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
-        Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| remap(x, map)),
-        Expr::Avoiding { expr, .. } => remap(expr, map),
-        _ => {}
-    }
-}
-
 /// Rule references in `e`.
 fn refs(e: &Expr, out: &mut Vec<RuleId>) {
     match e {
@@ -159,7 +146,7 @@ impl<'a> Lowerer<'a> {
                 }
                 let r = bodies[i].take().expect("resolved once");
                 let mut body = r.body;
-                remap(&mut body, &map);
+                body.remap_rules(&map);
                 map[i] = match self.embedded.get(&body) {
                     Some(&id) => id,
                     None => {
@@ -183,7 +170,7 @@ impl<'a> Lowerer<'a> {
         for &i in &rest {
             let r = bodies[i].take().expect("unresolved rule");
             let mut body = r.body;
-            remap(&mut body, &map);
+            body.remap_rules(&map);
             self.rules.push(Rule::new(format!("{path}/{}", r.name), body));
         }
         Ok(Expr::Rule(map[g.root as usize]))
