@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use formcast_grammar::{Expr, Rule, RuleId};
 
 use crate::options::Whitespace;
-use crate::re::{subtract_ranges, Re};
+use crate::re::{subtract_ranges, Re, Unique};
 
 /// Repetition bounds up to this are left to the engine as plain `Repeat`
 /// (which it unrolls); larger ones are split into blocks of this size held
@@ -178,24 +178,15 @@ fn push_seq(out: &mut Vec<Expr>, x: Expr) {
 }
 
 pub fn alt(items: Vec<Expr>) -> Expr {
-    let mut out: Vec<Expr> = Vec::with_capacity(items.len());
+    let mut unique: Unique<Expr> = Unique::with_capacity(items.len());
     for it in items {
         match it {
             Expr::Nothing => {}
-            Expr::Alt(v) => {
-                for x in v {
-                    if !out.contains(&x) {
-                        out.push(x);
-                    }
-                }
-            }
-            x => {
-                if !out.contains(&x) {
-                    out.push(x);
-                }
-            }
+            Expr::Alt(v) => v.into_iter().for_each(|x| unique.push(x)),
+            x => unique.push(x),
         }
     }
+    let mut out = unique.items;
     match out.len() {
         0 => Expr::Nothing,
         1 => out.pop().unwrap(),

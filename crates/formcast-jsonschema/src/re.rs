@@ -30,6 +30,51 @@ pub enum Re {
     End,
 }
 
+/// A list without repeats. Short lists compare directly (unequal items
+/// usually differ at their first node); from [`Unique::HASHED_FROM`] items on,
+/// by hash: an alternation of thousands of `enum` members would otherwise
+/// compare every pair.
+pub(crate) struct Unique<T> {
+    pub items: Vec<T>,
+    index: rustc_hash::FxHashMap<u64, Vec<u32>>,
+}
+
+impl<T: std::hash::Hash + Eq> Unique<T> {
+    const HASHED_FROM: usize = 16;
+
+    pub fn with_capacity(n: usize) -> Unique<T> {
+        Unique { items: Vec::with_capacity(n), index: Default::default() }
+    }
+
+    fn hash(x: &T) -> u64 {
+        use std::hash::Hasher;
+        let mut h = rustc_hash::FxHasher::default();
+        x.hash(&mut h);
+        h.finish()
+    }
+
+    /// Appends `x` unless an equal item is already there.
+    pub fn push(&mut self, x: T) {
+        if self.items.len() < Self::HASHED_FROM {
+            if !self.items.contains(&x) {
+                self.items.push(x);
+            }
+            return;
+        }
+        if self.index.is_empty() {
+            for (i, y) in self.items.iter().enumerate() {
+                self.index.entry(Self::hash(y)).or_default().push(i as u32);
+            }
+        }
+        let bucket = self.index.entry(Self::hash(&x)).or_default();
+        if bucket.iter().any(|&i| self.items[i as usize] == x) {
+            return;
+        }
+        bucket.push(self.items.len() as u32);
+        self.items.push(x);
+    }
+}
+
 /// Sorts and merges ranges, and removes surrogates.
 pub fn norm_ranges(mut r: Vec<(u32, u32)>) -> Vec<(u32, u32)> {
     r.retain(|(a, b)| a <= b);
@@ -146,7 +191,7 @@ impl Re {
     }
 
     pub fn alt(items: Vec<Re>) -> Re {
-        let mut out: Vec<Re> = Vec::with_capacity(items.len());
+        let mut out: Unique<Re> = Unique::with_capacity(items.len());
         let mut chars: Vec<(u32, u32)> = Vec::new();
         let mut stack: Vec<Re> = items;
         stack.reverse();
@@ -160,12 +205,11 @@ impl Re {
                     }
                 }
                 other => {
-                    if !out.contains(&other) {
-                        out.push(other)
-                    }
+                    out.push(other);
                 }
             }
         }
+        let mut out = out.items;
         if !chars.is_empty() {
             out.insert(0, Re::Chars(norm_ranges(chars)));
         }
