@@ -1113,14 +1113,9 @@ fn called_rules(grammar: &Grammar) -> Vec<bool> {
 /// Whether `e` references an inline rule (its automaton then depends on
 /// that rule's body, not on `e` alone).
 fn refers_inline(e: &Expr, rules: &[Rule]) -> bool {
-    match e {
-        Expr::Rule(r) => rules.get(*r as usize).is_some_and(|x| x.inline),
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().any(|x| refers_inline(x, rules)),
-        Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => refers_inline(expr, rules),
-        Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, x)| refers_inline(x, rules)),
-        Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, x)| refers_inline(x, rules)),
-        _ => false,
-    }
+    let mut refs = Vec::new();
+    e.rule_refs(&mut refs);
+    refs.iter().any(|&r| rules.get(r as usize).is_some_and(|x| x.inline))
 }
 
 fn has_avoiding(e: &Expr) -> bool {
@@ -1527,14 +1522,9 @@ mod rule_cache {
     }
 
     fn refers(e: &Expr) -> bool {
-        match e {
-            Expr::Rule(_) => true,
-            Expr::Seq(v) | Expr::Alt(v) => v.iter().any(refers),
-            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => refers(expr),
-            Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| refers(e)),
-            Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, e)| refers(e)),
-            _ => false,
-        }
+        let mut refs = Vec::new();
+        e.rule_refs(&mut refs);
+        !refs.is_empty()
     }
 
     pub(super) fn lookup(body: &Expr) -> Lookup {

@@ -59,19 +59,6 @@ fn err(kind: ErrorKind, path: &str, ty: &str, field: &str, msg: impl Into<String
     StructuralError::new(kind, path, ty, field, msg)
 }
 
-/// Rule references in `e`.
-fn refs(e: &Expr, out: &mut Vec<RuleId>) {
-    match e {
-        Expr::Rule(r) => out.push(*r),
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|x| refs(x, out)),
-        Expr::Repeat { expr, .. } => refs(expr, out),
-        Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
-        Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| refs(x, out)),
-        Expr::Avoiding { expr, .. } => refs(expr, out),
-        _ => {}
-    }
-}
-
 fn sorted(mut ids: Vec<TokenId>) -> Vec<TokenId> {
     ids.sort_unstable();
     ids.dedup();
@@ -133,7 +120,7 @@ impl<'a> Lowerer<'a> {
             .iter()
             .map(|r| {
                 let mut v = Vec::new();
-                refs(&r.body, &mut v);
+                r.body.rule_refs(&mut v);
                 v
             })
             .collect();
