@@ -1024,7 +1024,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             dfas.push(Arc::new(RuleDfa::inert()));
             continue;
         }
-        let cached = if refers_inline(&rule.body, &grammar.rules) { rule_cache::Lookup { dfa: None, key: None } } else { rule_cache::lookup(&rule.body) };
+        let cached = rule_cache::lookup(&rule.body, &grammar.rules);
         if let Some(dfa) = cached.dfa {
             total_dfa += dfa.accepting.len();
             if total_dfa > limits.max_dfa_states {
@@ -1467,7 +1467,7 @@ mod rule_cache {
     use std::hash::{Hash, Hasher};
     use std::sync::{Arc, Mutex, OnceLock};
 
-    use formcast_grammar::Expr;
+    use formcast_grammar::{Expr, Rule};
     use rustc_hash::{FxHashMap, FxHasher};
 
     use super::RuleDfa;
@@ -1502,7 +1502,7 @@ mod rule_cache {
         C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, clock: 0 }))
     }
 
-    pub(crate) struct Lookup {
+    pub(super) struct Lookup {
         pub dfa: Option<Arc<RuleDfa>>,
         /// The key to store under, when the body may be cached.
         pub key: Option<u64>,
@@ -1527,8 +1527,11 @@ mod rule_cache {
         !refs.is_empty()
     }
 
-    pub(super) fn lookup(body: &Expr) -> Lookup {
-        if !byte_level(body) {
+    /// The cached automaton of `body`, or the key to store it under when
+    /// `body` alone determines it (byte-level, and no inline rule of
+    /// `rules` is built into it).
+    pub(super) fn lookup(body: &Expr, rules: &[Rule]) -> Lookup {
+        if !byte_level(body) || super::refers_inline(body, rules) {
             return Lookup { dfa: None, key: None };
         }
         let mut h = FxHasher::default();

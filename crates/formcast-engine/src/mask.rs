@@ -13,6 +13,7 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
+use crate::partition::Skip;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,12 +109,12 @@ pub struct MaskWalker {
     /// Per set: which bytes were checked for leading back to the same set,
     /// and which do.
     loops: Vec<([u64; 4], [u64; 4])>,
-    /// Per set, once needed: the skips of its items' states (`(bytes, run,
-    /// text run)`, see `partition::Skip`). One item that takes a whole
+    /// Per set, once needed: the skips of its items' states (text runs
+    /// known). One item that takes a whole
     /// subtree without finishing or calling makes all its tokens valid:
     /// past the end of a 32-character block of a length-bounded string, say,
     /// where the next block's item takes any text up to its length.
-    set_skips: Vec<Option<Vec<([u64; 4], u32, u32)>>>,
+    set_skips: Vec<Option<Vec<Skip>>>,
     frames: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     closed: Vec<Item>,
@@ -218,11 +219,7 @@ impl MaskWalker {
             let items = &self.set_items[start as usize..(start + len) as usize];
             self.set_skips[set as usize] = Some(g.skips().skips_of(&g.automaton, v, items.iter().map(|it| it.state)));
         }
-        let below = v.below[i];
-        let (height, chars) = (v.height[i] as u32, v.text_chars[i]);
-        self.set_skips[set as usize].as_ref().is_some_and(|sk| {
-            sk.iter().any(|&(bytes, run, text)| (run >= height && (0..4).all(|k| below[k] & !bytes[k] == 0)) || (chars != u16::MAX && text >= chars as u32))
-        })
+        self.set_skips[set as usize].as_ref().is_some_and(|sk| sk.iter().any(|s| s.takes(v, i)))
     }
 
     /// Computes the mask of `set` into `bits` (which must be cleared).

@@ -177,27 +177,17 @@ impl SkipMemo {
     /// What a walk may skip from each of `states` that is interior (neither
     /// finishing nor calling): `(bytes, run, text run)` per state, as a
     /// partition walk uses them (see [`Skip`], [`text_run`]).
-    pub(crate) fn skips_of(&self, a: &Automaton, v: &VocabIndex, states: impl Iterator<Item = StateId>) -> Vec<([u64; 4], u32, u32)> {
+    pub(crate) fn skips_of(&self, a: &Automaton, v: &VocabIndex, states: impl Iterator<Item = StateId>) -> Vec<Skip> {
         let mut m = self.take();
         let mut out = Vec::new();
         for t in states {
             if !interior(a, t) {
                 continue;
             }
-            let sk = skip_of(a, t, &mut m.skips);
-            let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
-            let text = if sk.text != TEXT_UNKNOWN {
-                sk.text
-            } else if ascii {
-                text_run(a, t, v.max_token_len as u32, &mut m.texts)
-            } else {
-                0
-            };
-            if let Some(k) = m.skips.get_mut(&t) {
-                k.text = text;
-            }
-            if sk.run > 0 || text > 0 {
-                out.push((sk.bytes, sk.run, text));
+            let mut sk = skip_of(a, t, &mut m.skips);
+            text_of(a, t, &mut sk, v.max_token_len as u32, &mut m);
+            if sk.run > 0 || sk.text > 0 {
+                out.push(sk);
             }
         }
         self.give_back(m);
@@ -258,6 +248,38 @@ pub struct Skip {
 }
 
 const TEXT_UNKNOWN: u32 = u32::MAX - 1;
+
+impl Skip {
+    /// Whether every path below trie node `i` stays on this skip's bytes
+    /// for at most its run.
+    fn takes_bytes(&self, v: &VocabIndex, i: usize) -> bool {
+        let below = v.below[i];
+        self.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !self.bytes[k] == 0)
+    }
+
+    /// Whether the state takes the whole subtree below trie node `i`, by
+    /// bytes or as text (its text run known, see [`text_of`]).
+    pub(crate) fn takes(&self, v: &VocabIndex, i: usize) -> bool {
+        let chars = v.text_chars[i];
+        self.takes_bytes(v, i) || (chars != u16::MAX && self.text >= chars as u32)
+    }
+}
+
+/// Fills in `sk.text`, `t`'s text run ([`text_run`]), on first need, and
+/// keeps it in the memo.
+fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) -> u32 {
+    if sk.text == TEXT_UNKNOWN {
+        // A state taking every character of text moves on all its ASCII
+        // characters alike, so they are among its skip's bytes (checked
+        // first: most states fail here, cheaply).
+        let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
+        sk.text = if ascii { text_run(a, t, cap, &mut m.texts) } else { 0 };
+        if let Some(k) = m.skips.get_mut(&t) {
+            k.text = sk.text;
+        }
+    }
+    sk.text
+}
 
 /// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
 const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
@@ -439,7 +461,6 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     let mut accept = Bitset::new(v.logits_size);
     let mut frontier = Vec::new();
     let mut memo_now = memo.take();
-    let Skips { skips, texts } = &mut memo_now;
     // Text runs past the longest token are never needed.
     let cap = v.max_token_len as u32;
     // The last state's skip: consecutive nodes often share their state.
@@ -475,25 +496,14 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         // subtree is accepted without visiting it.
         let mut sk = match last {
             Some((u, sk)) if u == t => sk,
-            _ => skip_of(a, t, skips),
+            _ => skip_of(a, t, &mut memo_now.skips),
         };
-        let below = v.below[i];
-        let mut whole = sk.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !sk.bytes[k] == 0);
+        let mut whole = sk.takes_bytes(v, i);
         // Or the subtree is JSON string text (multi-byte characters), and
         // the state takes as many characters of any text as it holds.
         let chars = v.text_chars[i];
         if !whole && chars != u16::MAX {
-            if sk.text == TEXT_UNKNOWN {
-                // A state taking every character of text moves on all its
-                // ASCII characters alike, so they are among its skip's bytes
-                // (checked first: most states fail here, cheaply).
-                let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
-                sk.text = if ascii { text_run(a, t, cap, texts) } else { 0 };
-                if let Some(k) = skips.get_mut(&t) {
-                    k.text = sk.text;
-                }
-            }
-            whole = sk.text >= chars as u32;
+            whole = text_of(a, t, &mut sk, cap, &mut memo_now) >= chars as u32;
         }
         last = Some((t, sk));
         if whole {
