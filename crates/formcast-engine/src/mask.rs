@@ -6,6 +6,8 @@
 //!             ∪ stop tokens, when the start rule can finish.
 //! Items are independent alternatives, so the union over items is exact.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{flags, Automaton};
@@ -13,7 +15,7 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::Skip;
+use crate::partition::{set_all, Partition, Skip, Take, TAKE_MIN_RUN};
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,12 +216,45 @@ impl MaskWalker {
     /// as text by characters).
     fn skips_subtree(&mut self, g: &CompiledGrammar, set: u32, i: usize) -> bool {
         let v = &*g.vocab;
+        self.skips_of_set(g, set).iter().any(|s| s.takes(v, i))
+    }
+
+    /// The interned set's skips (computed on first need), sorted and distinct.
+    fn skips_of_set(&mut self, g: &CompiledGrammar, set: u32) -> &[Skip] {
         if self.set_skips[set as usize].is_none() {
             let (start, len) = self.sets[set as usize];
             let items = &self.set_items[start as usize..(start + len) as usize];
-            self.set_skips[set as usize] = Some(g.skips().skips_of(&g.automaton, v, items.iter().map(|it| it.state)));
+            let mut sk = g.skips().skips_of(&g.automaton, &g.vocab, items.iter().map(|it| it.state));
+            sk.sort_unstable();
+            sk.dedup();
+            self.set_skips[set as usize] = Some(sk);
         }
-        self.set_skips[set as usize].as_ref().is_some_and(|sk| sk.iter().any(|s| s.takes(v, i)))
+        self.set_skips[set as usize].as_deref().unwrap_or(&[])
+    }
+
+    /// Frontier run `f[a0..b0]` of `part` resolved for the set `start` its
+    /// exit state reaches in this context, memoized by the set's skips.
+    fn take_of(&mut self, g: &CompiledGrammar, part: &Partition, a0: usize, b0: usize, start: u32) -> Arc<Take> {
+        let v = &*g.vocab;
+        let skips = self.skips_of_set(g, start);
+        if let Some(t) = part.takes.get(a0 as u32, skips) {
+            return t;
+        }
+        let mut accept = Bitset::new(v.logits_size);
+        let mut rest = Vec::new();
+        for (k, &(node, _)) in part.frontier[a0..b0].iter().enumerate() {
+            let i = node as usize;
+            if v.nodes[i].end as usize <= i + 1 {
+                set_all(&mut accept, v.tokens_at(i));
+            } else if skips.iter().any(|s| s.takes(v, i)) {
+                set_all(&mut accept, v.subtree_tokens(i));
+            } else {
+                set_all(&mut accept, v.tokens_at(i));
+                rest.push((a0 + k) as u32);
+            }
+        }
+        let skips = skips.to_vec();
+        part.takes.put(v, a0 as u32, skips, Take { accept: StoredMask::from_bitset(&accept), rest })
     }
 
     /// Computes the mask of `set` into `bits` (which must be cleared).
@@ -258,36 +293,44 @@ impl MaskWalker {
             part.accept.or_into(&mut bits.words);
             // Frontier nodes come in runs with the same exit state (a
             // bounded string near the end of a block exits at every node of
-            // one depth): their start set is interned once per run, and a
-            // subtree that one of its items takes whole costs one test.
-            let mut last: Option<(u32, u32)> = None;
-            for &(node, t) in &part.frontier {
-                for &tok in v.tokens_at(node as usize) {
-                    bits.set(tok as usize);
+            // one depth): their start set is interned once per run, a long
+            // run is resolved through the partition's takes, and a subtree
+            // that one item of the set takes whole costs one test.
+            let f = &part.frontier;
+            let mut a0 = 0;
+            while a0 < f.len() {
+                let t = f[a0].1;
+                let mut b0 = a0 + 1;
+                while b0 < f.len() && f[b0].1 == t {
+                    b0 += 1;
                 }
-                if v.nodes[node as usize].end <= node + 1 {
-                    continue;
-                }
-                let start = match last {
-                    Some((lt, set)) if lt == t => set,
-                    _ => {
-                        self.seeds.clear();
-                        self.seeds.push(Item { state: t, cont: it.cont });
-                        let set = self.intern_closure(a, arena, sc)?;
-                        last = Some((t, set));
-                        set
+                self.seeds.clear();
+                self.seeds.push(Item { state: t, cont: it.cont });
+                let start = self.intern_closure(a, arena, sc)?;
+                if start != EMPTY && b0 - a0 >= TAKE_MIN_RUN {
+                    let take = self.take_of(g, &part, a0, b0, start);
+                    take.accept.or_into(&mut bits.words);
+                    for &k in &take.rest {
+                        self.walk_subtree(g, arena, sc, f[k as usize].0 as usize, start, bits)?;
                     }
-                };
-                if start == EMPTY {
-                    continue;
-                }
-                if self.skips_subtree(g, start, node as usize) {
-                    for &tok in v.subtree_tokens(node as usize) {
-                        bits.set(tok as usize);
+                } else {
+                    for &(node, _) in &f[a0..b0] {
+                        for &tok in v.tokens_at(node as usize) {
+                            bits.set(tok as usize);
+                        }
+                        if start == EMPTY || v.nodes[node as usize].end <= node + 1 {
+                            continue;
+                        }
+                        if self.skips_subtree(g, start, node as usize) {
+                            for &tok in v.subtree_tokens(node as usize) {
+                                bits.set(tok as usize);
+                            }
+                            continue;
+                        }
+                        self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
                     }
-                    continue;
                 }
-                self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
+                a0 = b0;
             }
         }
         arena.truncate(mark);

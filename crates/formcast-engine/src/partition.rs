@@ -33,6 +33,9 @@ pub struct Partition {
     pub accept: Arc<StoredMask>,
     /// `(trie node, state reached at that node)`.
     pub frontier: Vec<(u32, StateId)>,
+    /// What long frontier runs resolve to, per skip set of their exit (shared
+    /// with every grammar that reaches the same local automaton).
+    pub takes: Arc<TakeMemo>,
 }
 
 /// A partition in canonical terms: frontier states are indices into the
@@ -42,6 +45,51 @@ struct SharedPartition {
     signature: Vec<u32>,
     accept: Arc<StoredMask>,
     frontier: Vec<(u32, u32)>,
+    takes: Arc<TakeMemo>,
+}
+
+/// A frontier run resolved for one context: the tokens it accepts without a
+/// walk (tokens ending on a frontier node, and the subtrees that some skip
+/// of the run's exit set takes whole), and the frontier entries (indices
+/// into [`Partition::frontier`]) whose subtrees must still be walked.
+///
+/// Why: a length-bounded string is held in blocks of 32 characters, and
+/// near a block's end every trie node of one depth is frontier, tens of
+/// thousands of them, each tested against the next block's skips. Which of
+/// them the next block takes depends on the skips only — not on the block
+/// count nor on the grammar — so each (run, skips) is resolved once.
+#[derive(Debug)]
+pub struct Take {
+    pub accept: StoredMask,
+    pub rest: Vec<u32>,
+}
+
+/// Takes memoized per (first frontier index of the run, sorted skips of the
+/// run's exit set); a few per partition.
+#[derive(Debug, Default)]
+pub struct TakeMemo(Mutex<Vec<(u32, Vec<Skip>, Arc<Take>)>>);
+
+/// Frontier runs shorter than this are resolved node by node.
+pub const TAKE_MIN_RUN: usize = 16;
+const TAKES_PER_PARTITION: usize = 8;
+
+impl TakeMemo {
+    pub fn get(&self, run: u32, skips: &[Skip]) -> Option<Arc<Take>> {
+        let m = self.0.lock().ok()?;
+        m.iter().find(|(r, s, _)| *r == run && s == skips).map(|(_, _, t)| t.clone())
+    }
+
+    /// Keeps `t` (unless the memo is full) and returns it.
+    pub fn put(&self, v: &VocabIndex, run: u32, skips: Vec<Skip>, t: Take) -> Arc<Take> {
+        let t = Arc::new(t);
+        if let Ok(mut m) = self.0.lock() {
+            if m.len() < TAKES_PER_PARTITION {
+                v.partitions.charge(t.accept.heap_bytes() + t.rest.len() * 4 + skips.len() * 48 + 64);
+                m.push((run, skips, t.clone()));
+            }
+        }
+        t
+    }
 }
 
 /// The cache of shared partitions, bounded in bytes (cleared when full:
@@ -55,6 +103,17 @@ pub struct PartitionCache {
 impl PartitionCache {
     pub fn new(limit_bytes: usize) -> PartitionCache {
         PartitionCache { map: Mutex::new((FxHashMap::default(), 0)), limit: limit_bytes }
+    }
+
+    /// Counts bytes held on behalf of a cached partition (its takes).
+    fn charge(&self, bytes: usize) {
+        if let Ok(mut m) = self.map.lock() {
+            m.1 += bytes;
+            if m.1 > self.limit {
+                m.0.clear();
+                m.1 = 0;
+            }
+        }
     }
 
     fn get(&self, key: u128, signature: &[u32]) -> Option<Arc<SharedPartition>> {
@@ -108,6 +167,9 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
     let mut exit_order = Vec::new();
     interior.insert(s, 0);
     let mut sig = Vec::with_capacity(64);
+    // The first byte of every run of bytes in one class: all bytes of a run
+    // move alike from every state.
+    let class_starts: Vec<u8> = (0..=255u8).filter(|&b| b == 0 || a.class_of[b as usize] != a.class_of[b as usize - 1]).collect();
     let mut k = 0;
     while k < order.len() {
         if order.len() > MAX_SHARED_STATES {
@@ -120,10 +182,17 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
             sig.push(257);
             continue;
         }
-        // Run-length encoded: (first byte of a run, target code).
+        // Run-length encoded: (first byte of a run, target code). Bytes are
+        // visited by runs of one byte class, and a target is coded once per
+        // change (a hash lookup per byte was most of the cost).
         let mut last = u32::MAX - 1;
-        for b in 0..=255u8 {
+        let mut last_t = DEAD - 1;
+        for &b in &class_starts {
             let t = a.next(st, b);
+            if t == last_t {
+                continue;
+            }
+            last_t = t;
             let code = if t == DEAD {
                 u32::MAX
             } else if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
@@ -213,7 +282,7 @@ impl SkipMemo {
 pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) -> Partition {
     let Some((sig, exits)) = local_signature(a, s, v.max_token_len) else {
         let (accept, frontier) = walk(a, v, s, |t| t, memo);
-        return Partition { accept: Arc::new(accept), frontier };
+        return Partition { accept: Arc::new(accept), frontier, takes: Arc::default() };
     };
     let key = signature_key(&sig);
     let shared = match v.partitions.get(key, &sig) {
@@ -221,7 +290,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
         None => {
             let index: FxHashMap<StateId, u32> = exits.iter().enumerate().map(|(i, &t)| (t, i as u32)).collect();
             let (accept, frontier) = walk(a, v, s, |t| index[&t], memo);
-            let p = Arc::new(SharedPartition { signature: sig, accept: Arc::new(accept), frontier });
+            let p = Arc::new(SharedPartition { signature: sig, accept: Arc::new(accept), frontier, takes: Arc::default() });
             v.partitions.put(key, p.clone());
             p
         }
@@ -229,6 +298,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
     Partition {
         accept: shared.accept.clone(),
         frontier: shared.frontier.iter().map(|&(node, e)| (node, exits[e as usize])).collect(),
+        takes: shared.takes.clone(),
     }
 }
 
@@ -238,7 +308,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
 /// `bytes` and whose height is at most `run` is accepted whole. A self-loop
 /// has an unbounded run (inside a JSON string); a counted repetition a run
 /// of the characters it has left ("up to 17 more").
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Skip {
     bytes: [u64; 4],
     run: u32,
@@ -447,7 +517,7 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u
     memo[&t]
 }
 
-fn set_all(bits: &mut Bitset, ids: &[u32]) {
+pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
     for &t in ids {
         bits.set(t as usize);
     }
