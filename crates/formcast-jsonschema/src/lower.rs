@@ -173,7 +173,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             NumPiece::Any => re_expr(&json_number(), Enc::Raw),
             NumPiece::AnyInt => re_expr(&json_integer(), Enc::Raw),
             NumPiece::Text(re) => re_expr(re, Enc::Raw),
-            NumPiece::Automaton(d) => self.automaton_rules(d, Enc::Raw, "")?,
+            NumPiece::Automaton(d) => self.automaton_rules(d, Enc::Raw, "", Expr::Empty)?,
         };
         let e = self.share(e, "number")?;
         self.num_rules.insert(piece, e.clone());
@@ -235,12 +235,17 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                     .map_err(|r| limit(ptr, r))?
             }
             Piece::Content(re) => seq(vec![re_expr(re, Enc::Json), quote]),
-            Piece::Automaton(d) => seq(vec![self.automaton_rules(d, Enc::Json, ptr)?, quote]),
+            Piece::Automaton(d) => self.automaton_rules(d, Enc::Json, ptr, quote)?,
         })
     }
 
-    /// An automaton as right-linear rules: `q ::= c₁ q₁ | c₂ q₂ | ε`.
-    pub fn automaton_rules(&mut self, d: &crate::automata::Dfa, enc: Enc, ptr: &str) -> Result<Expr> {
+    /// An automaton followed by `tail`, as right-linear rules:
+    /// `q ::= c₁ q₁ | c₂ q₂ | tail` (`tail` where `q` accepts). Why the tail
+    /// goes inside: a string's automaton accepts after nearly every
+    /// character, and a rule that may finish anywhere leaves every token to
+    /// the per-request walk; with the closing quote inside, the rule finishes
+    /// only at the quote and the per-state vocabulary partitions do the work.
+    pub fn automaton_rules(&mut self, d: &crate::automata::Dfa, enc: Enc, ptr: &str, tail: Expr) -> Result<Expr> {
         let ids: Vec<RuleId> = (0..d.len()).map(|_| self.em.reserve("dfa_state")).collect::<std::result::Result<_, _>>().map_err(|r| limit(ptr, r))?;
         for (q, trans) in d.trans.iter().enumerate() {
             let mut by_target: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = std::collections::BTreeMap::new();
@@ -249,7 +254,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             }
             let mut alts: Vec<Expr> = by_target.into_iter().map(|(t, r)| seq(vec![re_expr(&Re::chars(r), enc), Expr::Rule(ids[t as usize])])).collect();
             if d.accept[q] {
-                alts.push(Expr::Empty);
+                alts.push(tail.clone());
             }
             self.em.set(ids[q], alt(alts));
             self.em.set_inline(ids[q]);

@@ -172,7 +172,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                     }
                 }
                 Piece::Content(re) => re_expr(&re, Enc::Raw),
-                Piece::Automaton(d) => self.automaton_rules(&d, Enc::Raw, ptr)?,
+                Piece::Automaton(d) => self.automaton_rules(&d, Enc::Raw, ptr, Expr::Empty)?,
             });
         }
         Ok(alt(alts))
@@ -228,7 +228,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                     Piece::Any => Expr::star(re_expr(&Re::any_char(), Enc::XmlAttr)),
                     Piece::Length(a, b) => rep(re_expr(&Re::any_char(), Enc::XmlAttr), a as u32, b.map(|x| x as u32)),
                     Piece::Content(re) => re_expr(&re, Enc::XmlAttr),
-                    Piece::Automaton(d) => self.automaton_rules(&d, Enc::XmlAttr, ptr)?,
+                    Piece::Automaton(d) => self.automaton_rules(&d, Enc::XmlAttr, ptr, Expr::Empty)?,
                 });
             }
             alt(alts)
@@ -240,7 +240,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             for p in pieces {
                 alts.push(match p {
                     Piece::Content(re) => re_expr(&re, Enc::Raw),
-                    Piece::Automaton(d) => self.automaton_rules(&d, Enc::Raw, ptr)?,
+                    Piece::Automaton(d) => self.automaton_rules(&d, Enc::Raw, ptr, Expr::Empty)?,
                     Piece::Any | Piece::Length(..) => re_expr(&ecma::full_match(XML_NAME), Enc::Raw),
                 });
             }
