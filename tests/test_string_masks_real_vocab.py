@@ -1,12 +1,17 @@
-"""Masks of length-bounded strings over the real Llama-3 vocabulary equal
-token-by-token acceptance.
+"""Masks inside JSON strings over the real Llama-3 vocabulary equal
+token-by-token acceptance, where the engine takes its shortcuts:
 
-A string with ``maxLength`` above 32 is held in 32-character blocks. Near a
-block's end most of the vocabulary crosses into the next block, and the mask
-there is assembled from frontier runs resolved once per skip set and shared
-across grammars (``formcast_engine::partition::Take``). Every token of the
-vocabulary is checked with ``accept_token`` at steps close to a block end and
-at the bound itself, for random decodes biased towards long tokens.
+- A string with ``maxLength`` above 32 is held in 32-character blocks. Near a
+  block's end most of the vocabulary crosses into the next block, and the
+  mask there is assembled from frontier runs resolved once per skip set and
+  shared across grammars (``formcast_engine::partition::Take``).
+- A key that may be any string but the declared names (or must match a
+  ``patternProperties`` pattern) is an automaton whose states inside a name's
+  prefix take their partitions from the state of any other key
+  (``partition::derive_partition``).
+
+Every token of the vocabulary is checked with ``accept_token`` at sampled
+steps inside strings, for random decodes biased towards long tokens.
 """
 
 from __future__ import annotations
@@ -30,6 +35,17 @@ SCHEMAS = [
     },
     {"type": "array", "items": {"type": "string", "maxLength": 33}, "maxItems": 2},
 ]
+
+KEYS_SCHEMA = {
+    "type": "object",
+    "properties": {name: {"type": "integer"} for name in ["Actions.Red", "Actions.Grey", "Objects.Green", "Objé"]},
+    "patternProperties": {"^/": {"type": "string", "pattern": "^/"}},
+    "additionalProperties": {"type": "boolean"},
+}
+# Inside a key: at its start, along declared names' prefixes, off them, in
+# a pattern region, inside a multi-byte character, after an escape.
+KEY_PREFIXES = ['{"', '{"A', '{"Act', '{"Actions.', '{"Actions.G', '{"Actions.Gx', '{"Obj', r'{"Obj\t',
+                '{"/', '{"/a', '{"Actions.Red": 1, "Objé', r'{"Actions.Red": 1, "\n', '{"é', r'{"\u001f', '{"Actions.Grey']
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +84,7 @@ def _string_chars(text: str) -> int:
 
 @settings(max_examples=2, deadline=None)
 @given(st.integers(0, 2**32 - 1))
-def test_masks_near_block_ends_equal_token_acceptance(parts, seed):
+def test_bounded_string_masks_equal_token_acceptance(parts, seed):
     tok, compiled, all_bytes = parts
     rng = random.Random(seed)
     n = tok.vocab_size
@@ -102,3 +118,17 @@ def test_masks_near_block_ends_equal_token_acceptance(parts, seed):
             if m.is_terminated():
                 break
     assert checked > 0
+
+
+@pytest.mark.parametrize("prefix", KEY_PREFIXES)
+def test_key_masks_equal_token_acceptance(parts, prefix):
+    tok, _, all_bytes = parts
+    compiled = fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(KEYS_SCHEMA))
+    m = fc.GrammarMatcher(compiled)
+    assert m.accept_string(prefix)
+    mask = fc.allocate_token_bitmask(1, tok.logits_size)
+    m.fill_next_token_bitmask(mask, 0)
+    n = tok.vocab_size
+    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+    diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+    assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"

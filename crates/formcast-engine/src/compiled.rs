@@ -20,7 +20,7 @@ use crate::automaton::{build_automaton, Automaton, AutomatonLimits, StateId};
 use crate::error::EngineError;
 use crate::limits::Budget;
 use crate::mask::StoredMask;
-use crate::partition::{partition_of, Partition, SkipMemo};
+use crate::partition::{derive_partition, partition_of, reference_state, Partition, SkipMemo};
 use crate::vocab_index::VocabIndex;
 
 /// Options for compilation.
@@ -111,7 +111,10 @@ impl CompiledGrammar {
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
         self.partitions[s as usize]
             .get_or_init(|| {
-                let p = partition_of(&self.automaton, &self.vocab, s, &self.skips);
+                let p = match reference_state(&self.automaton, s) {
+                    Some((r, diff)) => derive_partition(&self.automaton, &self.vocab, s, &self.partition(r), &diff, &self.skips),
+                    None => partition_of(&self.automaton, &self.vocab, s, &self.skips),
+                };
                 self.partition_bytes.fetch_add(p.accept.heap_bytes() + p.frontier.len() * 8, Ordering::Relaxed);
                 Arc::new(p)
             })

@@ -302,6 +302,91 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
     }
 }
 
+/// The state `s` moves to on most bytes, when that state moves to itself on
+/// most bytes too and `s` moves like it on all but a few bytes (`diff`): a
+/// key that may be any string but a few names, just past a name's prefix.
+/// Such a state's partition is that of the reference state with the
+/// subtrees of the `diff` bytes walked anew ([`derive_partition`]): a few
+/// hundred trie nodes instead of every subtree holding a quote.
+pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])> {
+    const MAX_DIFF: u32 = 64;
+    let majority = |u: StateId| -> StateId {
+        let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
+        for b in 0..=255u8 {
+            let t = a.next(u, b);
+            if t != DEAD {
+                *counts.entry(t).or_insert(0) += 1;
+            }
+        }
+        counts.into_iter().max_by_key(|&(t, n)| (n, std::cmp::Reverse(t))).map(|(t, _)| t).unwrap_or(DEAD)
+    };
+    let r = majority(s);
+    if r == DEAD || r == s || !interior(a, r) || majority(r) != r {
+        return None;
+    }
+    let mut diff = [0u64; 4];
+    let mut n = 0;
+    let mut budget = 4096u32;
+    for b in 0..=255u8 {
+        if !same_future(a, a.next(s, b), a.next(r, b), 3, &mut budget) {
+            diff[b as usize / 64] |= 1 << (b % 64);
+            n += 1;
+        }
+    }
+    (n <= MAX_DIFF).then_some((r, diff))
+}
+
+/// Whether `x` and `y` walk alike: equal, or interior states with the same
+/// flags whose moves on every byte class walk alike within `depth` bytes.
+/// Why: the engine's per-rule DFAs are not minimized, and the states inside
+/// a UTF-8 character differ by where they came from although they all lead
+/// back to the same state; `budget` bounds the comparison.
+fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u32) -> bool {
+    if x == y {
+        return true;
+    }
+    if depth == 0 || *budget == 0 || !interior(a, x) || !interior(a, y) {
+        return false;
+    }
+    let (fx, fy) = (a.flags[x as usize], a.flags[y as usize]);
+    if fx != fy || fx & flags::TICKS != 0 {
+        return false;
+    }
+    *budget -= 1;
+    let n = a.n_classes;
+    (0..n).all(|c| same_future(a, a.trans[x as usize * n + c], a.trans[y as usize * n + c], depth - 1, budget))
+}
+
+/// The partition of `s` from `reference`, the partition of a state that
+/// moves like `s` on every first byte outside `diff` (see
+/// [`reference_state`]): its tokens and frontier outside those subtrees are
+/// the same, and the `diff` subtrees are walked from `s`.
+pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &Partition, diff: &[u64; 4], memo: &SkipMemo) -> Partition {
+    let in_diff = |b: u8| diff[b as usize / 64] >> (b % 64) & 1 == 1;
+    let mut accept = Bitset::new(v.logits_size);
+    reference.accept.or_into(&mut accept.words);
+    // First-level nodes of the diff bytes, in trie order: their tokens are
+    // cleared, and the reference's frontier inside them dropped.
+    let mut cut: Vec<(u32, u32)> = Vec::new();
+    let mut i = 1usize;
+    while i < v.nodes.len() {
+        let node = v.nodes[i];
+        if in_diff(node.byte) {
+            for &t in v.subtree_tokens(i) {
+                accept.words[t as usize >> 5] &= !(1 << (t & 31));
+            }
+            cut.push((i as u32, node.end));
+        }
+        i = node.end as usize;
+    }
+    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), &mut accept);
+    let inside_cut = |n: u32| cut.iter().any(|&(lo, hi)| lo <= n && n < hi);
+    let mut frontier: Vec<(u32, StateId)> = reference.frontier.iter().copied().filter(|&(n, _)| !inside_cut(n)).collect();
+    frontier.extend(fresh);
+    frontier.sort_unstable_by_key(|&(n, _)| n);
+    Partition { accept: Arc::new(StoredMask::from_bitset(&accept)), frontier, takes: Arc::default() }
+}
+
 /// What a walk may skip from one state: `(bytes, run)` such that every path
 /// of at most `run` bytes, all from `bytes`, leads through states that
 /// neither die, finish nor call — so a subtree whose bytes are all in
@@ -525,10 +610,25 @@ pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
 
 /// The trie walk itself; `exit_id` names a frontier state in the output.
 fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32, memo: &SkipMemo) -> (StoredMask, Vec<(u32, u32)>) {
-    let nodes = &v.nodes;
     // A bitset rather than an id list: a string state accepts most of the
     // vocabulary, and a 100k-entry list costs its growth and its pages.
     let mut accept = Bitset::new(v.logits_size);
+    let frontier = walk_into(a, v, s, exit_id, memo, None, &mut accept);
+    (StoredMask::from_bitset(&accept), frontier)
+}
+
+/// The walk proper, into `accept`; with `first` set, only the subtrees of
+/// tokens whose first byte is in `first` are walked.
+fn walk_into(
+    a: &Automaton,
+    v: &VocabIndex,
+    s: StateId,
+    exit_id: impl Fn(StateId) -> u32,
+    memo: &SkipMemo,
+    first: Option<&[u64; 4]>,
+    accept: &mut Bitset,
+) -> Vec<(u32, u32)> {
+    let nodes = &v.nodes;
     let mut frontier = Vec::new();
     let mut memo_now = memo.take();
     // Text runs past the longest token are never needed.
@@ -545,6 +645,12 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         let st = stack.last().unwrap().1;
         let node = nodes[i];
+        if let Some(first) = first {
+            if stack.len() == 1 && first[node.byte as usize / 64] >> (node.byte % 64) & 1 == 0 {
+                i = node.end as usize;
+                continue;
+            }
+        }
         let t = a.next(st, node.byte);
         if t == DEAD {
             i = node.end as usize;
@@ -557,7 +663,7 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         if node.end as usize == i + 1 {
             // A leaf: its tokens end on an interior state.
-            set_all(&mut accept, v.tokens_at(i));
+            set_all(accept, v.tokens_at(i));
             i += 1;
             continue;
         }
@@ -577,16 +683,16 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         }
         last = Some((t, sk));
         if whole {
-            set_all(&mut accept, v.subtree_tokens(i));
+            set_all(accept, v.subtree_tokens(i));
             i = node.end as usize;
             continue;
         }
-        set_all(&mut accept, v.tokens_at(i));
+        set_all(accept, v.tokens_at(i));
         stack.push((node.end, t));
         i += 1;
     }
     memo.give_back(memo_now);
-    (StoredMask::from_bitset(&accept), frontier)
+    frontier
 }
 
 #[cfg(test)]
