@@ -5,6 +5,9 @@
 //! (env: STRICT=0 for JSON Schema's open objects, FRONT_N / ENGINE_N repetitions, ALL=1 every run's time,
 //! RULES=1 largest rules)
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::sync::Arc;
 use std::time::Instant;
 
