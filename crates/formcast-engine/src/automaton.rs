@@ -798,20 +798,41 @@ impl<'n> Closer<'n> {
     }
 }
 
-/// The DFA states found so far: NFA state sets, interned.
+/// The DFA states found so far: NFA state sets, interned. Each set is kept
+/// once; the index maps a set's hash to the first id with that hash, and
+/// `next` chains the ids that share it.
 struct Interner {
-    index: FxHashMap<Vec<u32>, u32>,
+    index: FxHashMap<u64, u32>,
+    next: Vec<u32>,
     sets: Vec<Vec<u32>>,
 }
 
 impl Interner {
+    fn new() -> Interner {
+        Interner { index: FxHashMap::default(), next: Vec::new(), sets: Vec::new() }
+    }
+
     fn id(&mut self, set: &[u32]) -> u32 {
-        if let Some(&id) = self.index.get(set) {
-            return id;
-        }
+        use std::hash::{Hash, Hasher};
+        let mut h = rustc_hash::FxHasher::default();
+        set.hash(&mut h);
+        let h = h.finish();
         let id = self.sets.len() as u32;
+        let first = *self.index.entry(h).or_insert(id);
+        let mut k = first;
+        while k != id {
+            if self.sets[k as usize] == set {
+                return k;
+            }
+            let n = self.next[k as usize];
+            if n == u32::MAX {
+                self.next[k as usize] = id;
+                break;
+            }
+            k = n;
+        }
         self.sets.push(set.to_vec());
-        self.index.insert(set.to_vec(), id);
+        self.next.push(u32::MAX);
         id
     }
 }
@@ -835,7 +856,7 @@ fn determinize(
     max_dfa: usize,
 ) -> Result<RuleDfa, EngineError> {
     let mut closer = Closer::new(nfa, accept);
-    let mut states = Interner { index: FxHashMap::default(), sets: Vec::new() };
+    let mut states = Interner::new();
     let mut closed = Vec::new();
     closer.close([start], &mut closed);
     states.id(&closed);
@@ -1006,6 +1027,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
     let mut total_nfa = 0usize;
     let mut total_dfa = 0usize;
+    let mut nfa_buf: Vec<NState> = Vec::new();
     for (i, rule) in grammar.rules.iter().enumerate() {
         let mut b = NfaBuilder {
             states: Vec::new(),
@@ -1033,20 +1055,25 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             dfas.push(dfa);
             continue;
         }
+        // The state list keeps its capacity from one rule to the next.
+        b.states = std::mem::take(&mut nfa_buf);
         let start = b.new_state()?;
         let accept = b.new_state()?;
         b.tail_to = accept;
         b.build(&rule.body, start, accept, 0)?;
-        total_nfa += b.states.len();
+        let nfa_states = b.states.len();
+        total_nfa += nfa_states;
         let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
+        nfa_buf = std::mem::take(&mut b.states);
+        nfa_buf.clear();
         total_dfa += dfa.accepting.len();
         if let Some(key) = cached.key {
             if dfa.calls.iter().all(Vec::is_empty) {
                 // Trimming a rule without calls depends on nothing else:
                 // store it trimmed, so that a hit is used as it is.
-                to_store.push((i, key, b.states.len()));
+                to_store.push((i, key, nfa_states));
             } else {
-                rule_cache::store(key, &rule.body, Arc::new(dfa.clone()), b.states.len());
+                rule_cache::store(key, &rule.body, Arc::new(dfa.clone()), nfa_states);
             }
         }
         dfas.push(Arc::new(dfa));
