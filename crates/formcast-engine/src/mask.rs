@@ -250,7 +250,15 @@ impl MaskWalker {
                 set_all(&mut accept, v.subtree_tokens(i));
             } else {
                 set_all(&mut accept, v.tokens_at(i));
-                rest.push((a0 + k) as u32);
+                let mut c = i + 1;
+                while c < v.nodes[i].end as usize {
+                    if skips.iter().any(|s| s.takes_node(v, c)) {
+                        set_all(&mut accept, v.subtree_tokens(c));
+                    } else {
+                        rest.push(((a0 + k) as u32, c as u32));
+                    }
+                    c = v.nodes[c].end as usize;
+                }
             }
         }
         let skips = skips.to_vec();
@@ -310,8 +318,18 @@ impl MaskWalker {
                 if start != EMPTY && b0 - a0 >= TAKE_MIN_RUN {
                     let take = self.take_of(g, &part, a0, b0, start);
                     take.accept.or_into(&mut bits.words);
-                    for &k in &take.rest {
-                        self.walk_subtree(g, arena, sc, f[k as usize].0 as usize, start, bits)?;
+                    for &(_, c) in &take.rest {
+                        let c = c as usize;
+                        let t = self.step(a, arena, sc, start, v.nodes[c].byte)?;
+                        if t == DEAD {
+                            continue;
+                        }
+                        for &tok in v.tokens_at(c) {
+                            bits.set(tok as usize);
+                        }
+                        if t != EMPTY && v.nodes[c].end as usize > c + 1 {
+                            self.walk_subtree(g, arena, sc, c, t, bits)?;
+                        }
                     }
                 } else {
                     for &(node, _) in &f[a0..b0] {

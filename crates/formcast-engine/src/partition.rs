@@ -58,10 +58,17 @@ struct SharedPartition {
 /// thousands of them, each tested against the next block's skips. Which of
 /// them the next block takes depends on the skips only — not on the block
 /// count nor on the grammar — so each (run, skips) is resolved once.
+///
+/// A frontier node that the skips do not take whole is resolved one level
+/// down: its children that a skip takes (byte included) are accepted too,
+/// and only the others are left, as `(frontier index, child node)`. Why: the
+/// nodes left are big subtrees (a space, a period) that hold a few tokens
+/// with a quote, and walking all of them again on every mask was most of the
+/// cost of a step inside a bounded string.
 #[derive(Debug)]
 pub struct Take {
     pub accept: StoredMask,
-    pub rest: Vec<u32>,
+    pub rest: Vec<(u32, u32)>,
 }
 
 /// Takes memoized per (first frontier index of the run, sorted skips of the
@@ -84,7 +91,7 @@ impl TakeMemo {
         let t = Arc::new(t);
         if let Ok(mut m) = self.0.lock() {
             if m.len() < TAKES_PER_PARTITION {
-                v.partitions.charge(t.accept.heap_bytes() + t.rest.len() * 4 + skips.len() * 48 + 64);
+                v.partitions.charge(t.accept.heap_bytes() + t.rest.len() * 8 + skips.len() * 48 + 64);
                 m.push((run, skips, t.clone()));
             }
         }
@@ -414,6 +421,16 @@ impl Skip {
 
     /// Whether the state takes the whole subtree below trie node `i`, by
     /// bytes or as text (its text run known, see [`text_of`]).
+    /// Whether the skip takes trie node `c` itself (its byte) and the whole
+    /// subtree below it, bytes only.
+    pub(crate) fn takes_node(&self, v: &VocabIndex, c: usize) -> bool {
+        let b = v.nodes[c].byte;
+        self.bytes[b as usize / 64] >> (b % 64) & 1 == 1 && self.run > v.height[c] as u32 && {
+            let below = v.below[c];
+            (0..4).all(|k| below[k] & !self.bytes[k] == 0)
+        }
+    }
+
     pub(crate) fn takes(&self, v: &VocabIndex, i: usize) -> bool {
         let chars = v.text_chars[i];
         self.takes_bytes(v, i) || (chars != u16::MAX && self.text >= chars as u32)
