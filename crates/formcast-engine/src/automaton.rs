@@ -1016,12 +1016,9 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     if n_rules == 0 {
         return Err(EngineError::Grammar("grammar has no rules".into()));
     }
-    for r in &grammar.rules {
-        check_refs(&r.body, n_rules, &r.name)?;
-    }
     let mut except_sets = Vec::new();
     let mut except_index = FxHashMap::default();
-    let called = called_rules(grammar);
+    let called = called_rules(grammar)?;
     let mut dfas: Vec<Arc<RuleDfa>> = Vec::with_capacity(n_rules);
     // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
     let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
@@ -1046,7 +1043,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             dfas.push(Arc::new(RuleDfa::inert()));
             continue;
         }
-        let cached = rule_cache::lookup(&rule.body, &grammar.rules);
+        let cached = rule_cache::lookup(&rule.body);
         if let Some(dfa) = cached.dfa {
             total_dfa += dfa.accepting.len();
             if total_dfa > limits.max_dfa_states {
@@ -1068,13 +1065,9 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         nfa_buf.clear();
         total_dfa += dfa.accepting.len();
         if let Some(key) = cached.key {
-            if dfa.calls.iter().all(Vec::is_empty) {
-                // Trimming a rule without calls depends on nothing else:
-                // store it trimmed, so that a hit is used as it is.
-                to_store.push((i, key, nfa_states));
-            } else {
-                rule_cache::store(key, &rule.body, Arc::new(dfa.clone()), nfa_states);
-            }
+            // A self-contained rule has no calls, so its trim depends on
+            // nothing else: it is stored trimmed, and a hit is used as it is.
+            to_store.push((i, key, nfa_states));
         }
         dfas.push(Arc::new(dfa));
     }
@@ -1107,42 +1100,37 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
 
 /// Rules that need an automaton of their own: every rule but the inline
 /// ones referenced only as a last step (those are built in place).
-fn called_rules(grammar: &Grammar) -> Vec<bool> {
-    fn note(e: &Expr, tail: bool, rules: &[Rule], out: &mut [bool]) {
+fn called_rules(grammar: &Grammar) -> Result<Vec<bool>, EngineError> {
+    /// Notes the rules `e` calls; an undefined rule id is returned (the same
+    /// walk checks the references, which used to take a pass of its own).
+    fn note(e: &Expr, tail: bool, rules: &[Rule], out: &mut [bool]) -> Result<(), RuleId> {
         match e {
-            Expr::Rule(r) => {
-                if let Some(x) = out.get_mut(*r as usize) {
-                    *x |= !(tail && rules[*r as usize].inline);
-                }
-            }
+            Expr::Rule(r) => match out.get_mut(*r as usize) {
+                Some(x) => *x |= !(tail && rules[*r as usize].inline),
+                None => return Err(*r),
+            },
             Expr::Seq(v) => {
                 for (k, x) in v.iter().enumerate() {
-                    note(x, tail && k + 1 == v.len(), rules, out);
+                    note(x, tail && k + 1 == v.len(), rules, out)?;
                 }
             }
-            Expr::Alt(v) => v.iter().for_each(|x| note(x, tail, rules, out)),
-            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out),
-            Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| note(x, false, rules, out)),
-            Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| note(x, false, rules, out)),
+            Expr::Alt(v) => v.iter().try_for_each(|x| note(x, tail, rules, out))?,
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out)?,
+            Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out))?,
+            Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out))?,
             _ => {}
         }
+        Ok(())
     }
     let mut out: Vec<bool> = grammar.rules.iter().map(|r| !r.inline).collect();
     if let Some(x) = out.get_mut(grammar.root as usize) {
         *x = true;
     }
     for r in &grammar.rules {
-        note(&r.body, true, &grammar.rules, &mut out);
+        note(&r.body, true, &grammar.rules, &mut out)
+            .map_err(|id| EngineError::Grammar(format!("rule '{}' references undefined rule id {id}", r.name)))?;
     }
-    out
-}
-
-/// Whether `e` references an inline rule (its automaton then depends on
-/// that rule's body, not on `e` alone).
-fn refers_inline(e: &Expr, rules: &[Rule]) -> bool {
-    let mut refs = Vec::new();
-    e.rule_refs(&mut refs);
-    refs.iter().any(|&r| rules.get(r as usize).is_some_and(|x| x.inline))
+    Ok(out)
 }
 
 fn has_avoiding(e: &Expr) -> bool {
@@ -1153,20 +1141,6 @@ fn has_avoiding(e: &Expr) -> bool {
         Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
         Expr::TokenDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),
         _ => false,
-    }
-}
-
-fn check_refs(e: &Expr, n_rules: usize, rule: &str) -> Result<(), EngineError> {
-    match e {
-        Expr::Rule(r) if *r as usize >= n_rules => {
-            Err(EngineError::Grammar(format!("rule '{rule}' references undefined rule id {r}")))
-        }
-        Expr::Seq(v) | Expr::Alt(v) => v.iter().try_for_each(|x| check_refs(x, n_rules, rule)),
-        Expr::Repeat { expr, .. } => check_refs(expr, n_rules, rule),
-        Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
-        Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| check_refs(x, n_rules, rule)),
-        Expr::Avoiding { expr, .. } => check_refs(expr, n_rules, rule),
-        _ => Ok(()),
     }
 }
 
@@ -1486,15 +1460,15 @@ fn compute_nullable(a: &Automaton) -> Vec<bool> {
 /// Rule automata shared across grammars. Formats (`date-time`, `email`,
 /// `uri`...), patterns and key-space complements recur from one schema to the
 /// next and some take milliseconds to determinize; a rule whose body is
-/// byte-level (no token-level elements, whose automata refer to per-grammar
-/// tables) and whose determinization was slow is kept here, keyed by its
-/// body. Rule references inside a body are ids, and equal bodies with equal
-/// ids produce equal automata whatever the rest of the grammar is.
+/// self-contained (byte-level, no token-level elements, whose automata refer
+/// to per-grammar tables, and no rule references, whose ids mean something
+/// else in every grammar) and whose determinization was slow is kept here,
+/// keyed by its body.
 mod rule_cache {
     use std::hash::{Hash, Hasher};
     use std::sync::{Arc, Mutex, OnceLock};
 
-    use formcast_grammar::{Expr, Rule};
+    use formcast_grammar::Expr;
     use rustc_hash::{FxHashMap, FxHasher};
 
     use super::RuleDfa;
@@ -1535,30 +1509,25 @@ mod rule_cache {
         pub key: Option<u64>,
     }
 
-    fn byte_level(e: &Expr) -> bool {
+    /// Byte-level and referencing no rule: the body alone determines its
+    /// automaton, whatever the grammar. (Rule ids mean something else in
+    /// every grammar, so a body that calls rules is met again only when the
+    /// same grammar is compiled again, which the compiler cache answers; and
+    /// hashing every object's member list cost a fifth of a large compile.)
+    fn self_contained(e: &Expr) -> bool {
         match e {
-            Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => false,
-            Expr::Seq(v) | Expr::Alt(v) => v.iter().all(byte_level),
-            Expr::Repeat { expr, .. } => byte_level(expr),
-            Expr::TextDispatch { cases, .. } => cases.iter().all(|(_, e)| byte_level(e)),
-            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Chars(_) | Expr::ByteSet(_) | Expr::Rule(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
-            // Its automaton expands the rules it references: the ids alone
-            // do not determine it.
-            Expr::Avoiding { expr, .. } => byte_level(expr) && !refers(expr),
+            Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } | Expr::Rule(_) => false,
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().all(self_contained),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => self_contained(expr),
+            Expr::TextDispatch { cases, .. } => cases.iter().all(|(_, e)| self_contained(e)),
+            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Chars(_) | Expr::ByteSet(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
         }
     }
 
-    fn refers(e: &Expr) -> bool {
-        let mut refs = Vec::new();
-        e.rule_refs(&mut refs);
-        !refs.is_empty()
-    }
-
     /// The cached automaton of `body`, or the key to store it under when
-    /// `body` alone determines it (byte-level, and no inline rule of
-    /// `rules` is built into it).
-    pub(super) fn lookup(body: &Expr, rules: &[Rule]) -> Lookup {
-        if !byte_level(body) || super::refers_inline(body, rules) {
+    /// `body` alone determines it (see [`self_contained`]).
+    pub(super) fn lookup(body: &Expr) -> Lookup {
+        if !self_contained(body) {
             return Lookup { dfa: None, key: None };
         }
         let mut h = FxHasher::default();
