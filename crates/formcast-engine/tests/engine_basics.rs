@@ -506,3 +506,11 @@ fn inline_right_linear_rules_are_built_in_place() {
     assert!(m.accept_bytes(b"(ab").unwrap());
     assert_eq!(allowed(&mut m), vec![1, 3, 5]);
 }
+
+#[test]
+fn undefined_rule_ids_are_errors_naming_the_rule() {
+    let v = vocab(&["a"], &[], &[]);
+    let g = rules(vec![("root", Expr::Seq(vec![Expr::Bytes(b"a".to_vec()), Expr::Rule(7)]))]);
+    let err = CompiledGrammar::compile(&g, v, &CompileOptions::default(), &Budget::unlimited()).unwrap_err().to_string();
+    assert!(err.contains("rule 'root' references undefined rule id 7"), "{err}");
+}
