@@ -242,7 +242,7 @@ impl MaskWalker {
         }
         let mut accept = Bitset::new(v.logits_size);
         let mut rest = Vec::new();
-        for (k, &(node, _)) in part.frontier[a0..b0].iter().enumerate() {
+        for &(node, _) in &part.frontier[a0..b0] {
             let i = node as usize;
             if v.nodes[i].end as usize <= i + 1 {
                 set_all(&mut accept, v.tokens_at(i));
@@ -255,7 +255,7 @@ impl MaskWalker {
                     if skips.iter().any(|s| s.takes_node(v, c)) {
                         set_all(&mut accept, v.subtree_tokens(c));
                     } else {
-                        rest.push(((a0 + k) as u32, c as u32));
+                        rest.push(c as u32);
                     }
                     c = v.nodes[c].end as usize;
                 }
@@ -318,7 +318,7 @@ impl MaskWalker {
                 if start != EMPTY && b0 - a0 >= TAKE_MIN_RUN {
                     let take = self.take_of(g, &part, a0, b0, start);
                     take.accept.or_into(&mut bits.words);
-                    for &(_, c) in &take.rest {
+                    for &c in &take.rest {
                         let c = c as usize;
                         let t = self.step(a, arena, sc, start, v.nodes[c].byte)?;
                         if t == DEAD {

@@ -50,8 +50,8 @@ struct SharedPartition {
 
 /// A frontier run resolved for one context: the tokens it accepts without a
 /// walk (tokens ending on a frontier node, and the subtrees that some skip
-/// of the run's exit set takes whole), and the frontier entries (indices
-/// into [`Partition::frontier`]) whose subtrees must still be walked.
+/// of the run's exit set takes whole), and the trie nodes whose subtrees
+/// must still be walked.
 ///
 /// Why: a length-bounded string is held in blocks of 32 characters, and
 /// near a block's end every trie node of one depth is frontier, tens of
@@ -61,14 +61,14 @@ struct SharedPartition {
 ///
 /// A frontier node that the skips do not take whole is resolved one level
 /// down: its children that a skip takes (byte included) are accepted too,
-/// and only the others are left, as `(frontier index, child node)`. Why: the
+/// and only the others are left (children of frontier nodes). Why: the
 /// nodes left are big subtrees (a space, a period) that hold a few tokens
 /// with a quote, and walking all of them again on every mask was most of the
 /// cost of a step inside a bounded string.
 #[derive(Debug)]
 pub struct Take {
     pub accept: StoredMask,
-    pub rest: Vec<(u32, u32)>,
+    pub rest: Vec<u32>,
 }
 
 /// Takes memoized per (first frontier index of the run, sorted skips of the
@@ -91,7 +91,7 @@ impl TakeMemo {
         let t = Arc::new(t);
         if let Ok(mut m) = self.0.lock() {
             if m.len() < TAKES_PER_PARTITION {
-                v.partitions.charge(t.accept.heap_bytes() + t.rest.len() * 8 + skips.len() * 48 + 64);
+                v.partitions.charge(t.accept.heap_bytes() + t.rest.len() * 4 + skips.len() * 48 + 64);
                 m.push((run, skips, t.clone()));
             }
         }
