@@ -369,7 +369,6 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u
 /// [`reference_state`]): its tokens and frontier outside those subtrees are
 /// the same, and the `diff` subtrees are walked from `s`.
 pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &Partition, diff: &[u64; 4], memo: &SkipMemo) -> Partition {
-    let in_diff = |b: u8| diff[b as usize / 64] >> (b % 64) & 1 == 1;
     let mut accept = Bitset::new(v.logits_size);
     reference.accept.or_into(&mut accept.words);
     // First-level nodes of the diff bytes, in trie order: their tokens are
@@ -378,7 +377,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &P
     let mut i = 1usize;
     while i < v.nodes.len() {
         let node = v.nodes[i];
-        if in_diff(node.byte) {
+        if has_byte(diff, node.byte) {
             for &t in v.subtree_tokens(i) {
                 accept.words[t as usize >> 5] &= !(1 << (t & 31));
             }
@@ -424,11 +423,7 @@ impl Skip {
     /// Whether the skip takes trie node `c` itself (its byte) and the whole
     /// subtree below it, bytes only.
     pub(crate) fn takes_node(&self, v: &VocabIndex, c: usize) -> bool {
-        let b = v.nodes[c].byte;
-        self.bytes[b as usize / 64] >> (b % 64) & 1 == 1 && self.run > v.height[c] as u32 && {
-            let below = v.below[c];
-            (0..4).all(|k| below[k] & !self.bytes[k] == 0)
-        }
+        self.run > 0 && has_byte(&self.bytes, v.nodes[c].byte) && Skip { run: self.run - 1, ..*self }.takes_bytes(v, c)
     }
 
     pub(crate) fn takes(&self, v: &VocabIndex, i: usize) -> bool {
@@ -619,6 +614,12 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u
     memo[&t]
 }
 
+/// Whether byte `b` is in the 256-bit set `set`.
+#[inline]
+fn has_byte(set: &[u64; 4], b: u8) -> bool {
+    set[b as usize / 64] >> (b % 64) & 1 == 1
+}
+
 pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
     for &t in ids {
         bits.set(t as usize);
@@ -663,7 +664,7 @@ fn walk_into(
         let st = stack.last().unwrap().1;
         let node = nodes[i];
         if let Some(first) = first {
-            if stack.len() == 1 && first[node.byte as usize / 64] >> (node.byte % 64) & 1 == 0 {
+            if stack.len() == 1 && !has_byte(first, node.byte) {
                 i = node.end as usize;
                 continue;
             }
@@ -719,7 +720,7 @@ mod tests {
     #[test]
     fn ascii_text_bytes_are_the_decoders_single_byte_characters() {
         for b in 0..=255u8 {
-            let set = ASCII_TEXT[b as usize / 64] >> (b % 64) & 1 == 1;
+            let set = has_byte(&ASCII_TEXT, b);
             assert_eq!(set, b < 0x80 && text_next(0, b) == 0, "byte {b:#x}");
         }
     }
