@@ -324,25 +324,19 @@ impl MaskWalker {
                         if t == DEAD {
                             continue;
                         }
-                        for &tok in v.tokens_at(c) {
-                            bits.set(tok as usize);
-                        }
+                        set_all(bits, v.tokens_at(c));
                         if t != EMPTY && v.nodes[c].end as usize > c + 1 {
                             self.walk_subtree(g, arena, sc, c, t, bits)?;
                         }
                     }
                 } else {
                     for &(node, _) in &f[a0..b0] {
-                        for &tok in v.tokens_at(node as usize) {
-                            bits.set(tok as usize);
-                        }
+                        set_all(bits, v.tokens_at(node as usize));
                         if start == EMPTY || v.nodes[node as usize].end <= node + 1 {
                             continue;
                         }
                         if self.skips_subtree(g, start, node as usize) {
-                            for &tok in v.subtree_tokens(node as usize) {
-                                bits.set(tok as usize);
-                            }
+                            set_all(bits, v.subtree_tokens(node as usize));
                             continue;
                         }
                         self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
@@ -389,16 +383,12 @@ impl MaskWalker {
             }
             if t != EMPTY && node.end as usize - i >= LOOP_CHECK_MIN_NODES {
                 if self.skips_subtree(g, t, i) || self.loops_on(a, arena, sc, t, v.below[i])? {
-                    for &tok in v.subtree_tokens(i) {
-                        bits.set(tok as usize);
-                    }
+                    set_all(bits, v.subtree_tokens(i));
                     i = node.end as usize;
                     continue;
                 }
             }
-            for &tok in v.tokens_at(i) {
-                bits.set(tok as usize);
-            }
+            set_all(bits, v.tokens_at(i));
             if t == EMPTY {
                 i = node.end as usize;
                 continue;
