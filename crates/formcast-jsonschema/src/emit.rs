@@ -348,6 +348,134 @@ pub fn re_expr(re: &Re, enc: Enc) -> Expr {
     }
 }
 
+/// `ranges` (sorted, disjoint) without the sorted code points `points`.
+fn without_points(ranges: &[(u32, u32)], points: impl Iterator<Item = u32>) -> Vec<(u32, u32)> {
+    let mut out: Vec<(u32, u32)> = ranges.to_vec();
+    for p in points {
+        if let Some(i) = out.iter().position(|&(lo, hi)| lo <= p && p <= hi) {
+            let (lo, hi) = out[i];
+            match (lo == p, hi == p) {
+                (true, true) => {
+                    out.remove(i);
+                }
+                (true, false) => out[i].0 = p + 1,
+                (false, true) => out[i].1 = p - 1,
+                (false, false) => {
+                    out[i].1 = p - 1;
+                    out.insert(i + 1, (p + 1, hi));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `step` then `rest`, without [`seq`]'s general flattening (the trie's
+/// subtrees are alternations or single steps).
+fn then(step: Expr, rest: Expr) -> Expr {
+    match (step, rest) {
+        (_, Expr::Nothing) => Expr::Nothing,
+        (step, Expr::Empty) => step,
+        (Expr::Bytes(mut a), Expr::Bytes(b)) => {
+            a.extend_from_slice(&b);
+            Expr::Bytes(a)
+        }
+        (step, Expr::Seq(v)) => {
+            let mut out = Vec::with_capacity(v.len() + 1);
+            out.push(step);
+            v.into_iter().for_each(|x| push_seq(&mut out, x));
+            Expr::Seq(out)
+        }
+        (step, rest) => Expr::Seq(vec![step, rest]),
+    }
+}
+
+/// Any string except the words of `excluded`, written in `enc`, then
+/// `tail`: the language of [`crate::strings::complement_of_set`], built
+/// straight from the words' trie. (An object's undeclared keys are this
+/// language; going through [`Re`] and [`re_expr`] cost three quarters of the
+/// front-end on a Kubernetes schema of 16-name objects.)
+///
+/// The shape is the one `complement_of_set` explains, `E Σ* | S OTHER Σ* | P`,
+/// with the two `Σ*` merged: `(E | S OTHER) Σ* tail | P tail`. Leaving a trie
+/// node with a printable ASCII character (no `"` or `\`) is spelled per node;
+/// leaving with any other character (multi-byte once encoded, escaped once
+/// JSON-written) is one shared branch after the trie of prefixes `S`.
+pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, tail: Expr) -> Expr {
+    const SIMPLE: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
+    let simple = |c: char| SIMPLE.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi);
+    /// The trie's branches are distinct by their first character: no
+    /// need for [`alt`]'s duplicate check, which hashes whole subtrees
+    /// from 16 branches on.
+    fn branches(mut v: Vec<Expr>) -> Expr {
+        match v.len() {
+            0 => Expr::Nothing,
+            1 => v.pop().unwrap(),
+            _ => Expr::Alt(v),
+        }
+    }
+    struct Ctx<'a> {
+        enc: Enc,
+        other: &'a [(u32, u32)],
+        simple: &'a dyn Fn(char) -> bool,
+    }
+    // (exits, shared prefixes, stops) below a node; `words` sorted, all
+    // sharing their first `depth` characters.
+    fn go(words: &[Vec<char>], depth: usize, cx: &Ctx) -> (Expr, Expr, Expr) {
+        let terminal = words.first().is_some_and(|w| w.len() == depth);
+        let below = if terminal { &words[1..] } else { words };
+        let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
+        let mut k = 0;
+        while k < below.len() {
+            let c = below[k][depth];
+            let end = k + below[k..].partition_point(|w| w[depth] == c);
+            runs.push((c, &below[k..end]));
+            k = end;
+        }
+        let simple_children = runs.iter().all(|&(c, _)| (cx.simple)(c));
+        let mut exits = Vec::with_capacity(runs.len() + 2);
+        let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));
+        if !leave.is_empty() {
+            exits.push(single_or_chars(&leave));
+        }
+        let mut shared = Vec::with_capacity(runs.len() + 1);
+        if simple_children {
+            shared.push(Expr::Empty);
+        } else {
+            let leave = without_points(cx.other, runs.iter().map(|&(c, _)| c as u32));
+            if !leave.is_empty() {
+                exits.push(chars_expr(&leave, cx.enc));
+            }
+        }
+        let mut stops = Vec::with_capacity(runs.len() + 1);
+        if !terminal {
+            stops.push(Expr::Empty);
+        }
+        for (c, sub) in runs {
+            let (e, sh, p) = go(sub, depth + 1, cx);
+            let step = if (cx.simple)(c) && cx.enc != Enc::XmlAttr { Expr::literal(c.encode_utf8(&mut [0; 4])) } else { chars_expr(&[(c as u32, c as u32)], cx.enc) };
+            exits.push(then(step.clone(), e));
+            shared.push(then(step.clone(), sh));
+            stops.push(then(step, p));
+        }
+        (branches(exits), branches(shared), branches(stops))
+    }
+    // Per encoding, the same for every set: the other characters and `Σ*`.
+    static PARTS: [std::sync::OnceLock<(Vec<(u32, u32)>, Expr, Expr)>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    let (other, other_expr, any) = PARTS[enc as usize].get_or_init(|| {
+        let other = crate::re::complement_ranges(&SIMPLE);
+        let e = chars_expr(&other, enc);
+        (other, e, re_expr(&Re::any(), enc))
+    });
+    let words: Vec<Vec<char>> = excluded.iter().map(|w| w.chars().collect()).collect();
+    let cx = Ctx { enc, other, simple: &simple };
+    let (exits, shared, stops) = go(&words, 0, &cx);
+    alt(vec![
+        seq(vec![alt(vec![exits, seq(vec![shared, other_expr.clone()])]), any.clone(), tail.clone()]),
+        seq(vec![stops, tail]),
+    ])
+}
+
 /// One character of a JSON string in canonical form (as `json.dumps`
 /// writes it, `\/` and both hex cases also accepted): the unit of
 /// length-bounded strings, about half the automaton of [`json_any_char`].

@@ -5,12 +5,12 @@ use rustc_hash::FxHashMap as HashMap;
 
 use formcast_grammar::{Expr, RuleId};
 
-use crate::emit::{alt, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
+use crate::emit::{alt, complement_expr, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
 use crate::error::{Result, SchemaError};
 use crate::numbers::{json_integer, json_number, NumLang, NumPiece};
 use crate::re::Re;
 use crate::schema::{Builder, NodeId, Shape, FALSE};
-use crate::strings::{Lang, Piece};
+use crate::strings::{Lang, LangKey, Piece};
 
 /// Leaves larger than this get a shared rule instead of being inlined.
 const INLINE_LEAF_COST: u64 = 12;
@@ -25,6 +25,8 @@ pub struct Lowerer<'b, 'a> {
     pub layout: Layout,
     node_rules: HashMap<(NodeId, usize), RuleId>,
     leaf_rules: HashMap<Vec<Piece>, Expr>,
+    /// String rules by language, checked before its pieces are built.
+    lang_rules: HashMap<LangKey, Expr>,
     num_rules: HashMap<NumPiece, Expr>,
     num_pieces: HashMap<NumLang, Option<NumPiece>>,
     /// Rules reserved but not yet built: bodies are built by [`drain`],
@@ -63,6 +65,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             layout,
             node_rules: HashMap::default(),
             leaf_rules: HashMap::default(),
+            lang_rules: HashMap::default(),
             num_rules: HashMap::default(),
             num_pieces: HashMap::default(),
             pending: Vec::new(),
@@ -195,14 +198,34 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             self.atom_rules.insert(key, e.clone());
             return Ok(e);
         }
+        let key = LangKey(l.clone());
+        if let Some(e) = self.lang_rules.get(&key) {
+            return Ok(e.clone());
+        }
+        if let Some(excluded) = l.excluded_only() {
+            let quote = lit("\"");
+            let e = self.avoid(seq(vec![quote.clone(), complement_expr(&excluded, Enc::Json, quote)]));
+            let e = self.share(e, "string")?;
+            self.lang_rules.insert(key, e.clone());
+            return Ok(e);
+        }
         let pieces = match l.pieces() {
             Ok(p) => p,
             Err(reason) => {
+                // Refused at every place it occurs (each pointer is
+                // reported), so not remembered.
                 let kw = keyword_in(&reason, "maxLength");
                 self.b.refuse(&kw, ptr, reason)?;
-                vec![Piece::Any]
+                return self.string_pieces(vec![Piece::Any], ptr);
             }
         };
+        let e = self.string_pieces(pieces, ptr)?;
+        self.lang_rules.insert(key, e.clone());
+        Ok(e)
+    }
+
+    /// The rule for a string written as one of `pieces`.
+    fn string_pieces(&mut self, pieces: Vec<Piece>, ptr: &str) -> Result<Expr> {
         if pieces.is_empty() {
             return Ok(Expr::Nothing);
         }

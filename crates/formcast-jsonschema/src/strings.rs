@@ -73,6 +73,42 @@ pub enum Lang {
     Not(Box<Lang>),
 }
 
+/// A string language as a map key: equal by [`Lang::same`]. (An object's
+/// undeclared keys are "any string but these names", met again at every
+/// object with the same properties; its pieces are costly to build.)
+pub struct LangKey(pub Lang);
+
+impl PartialEq for LangKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.same(&other.0)
+    }
+}
+
+impl Eq for LangKey {}
+
+impl std::hash::Hash for LangKey {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        fn go<H: std::hash::Hasher>(l: &Lang, h: &mut H) {
+            std::mem::discriminant(l).hash(h);
+            match l {
+                Lang::All | Lang::Nothing => {}
+                Lang::Set(s) => s.hash(h),
+                // Atoms are equal when their expressions are: hashing the
+                // expression would cost as much as comparing it, so only
+                // the kind is hashed.
+                Lang::Atom(_) => {}
+                Lang::Len(a, b) => (a, b).hash(h),
+                Lang::And(v) | Lang::Or(v) => {
+                    v.len().hash(h);
+                    v.iter().for_each(|x| go(x, h));
+                }
+                Lang::Not(x) => go(x, h),
+            }
+        }
+        go(&self.0, h)
+    }
+}
+
 /// One way of writing a string's content.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Piece {
@@ -221,6 +257,22 @@ impl Lang {
                 Lang::or(below, above)
             }
             x => Lang::Not(Box::new(x)),
+        }
+    }
+
+    /// The names excluded when the language is "any string but these"
+    /// (an object's undeclared keys): `¬S` or a conjunction of such.
+    pub fn excluded_only(&self) -> Option<BTreeSet<String>> {
+        match self {
+            Lang::Not(x) => match &**x {
+                Lang::Set(s) => Some((**s).clone()),
+                _ => None,
+            },
+            Lang::And(v) => v.iter().try_fold(BTreeSet::new(), |mut acc, x| {
+                acc.extend(x.excluded_only()?);
+                Some(acc)
+            }),
+            _ => None,
         }
     }
 

@@ -259,3 +259,40 @@ fn giant_schemas_compile_or_fail_cleanly() {
     let tight = SchemaOptions { max_nodes: 100, ..compact(true) };
     assert!(matches!(json_schema_str_to_grammar(&s, &tight), Err(SchemaError::Limit { .. })));
 }
+
+mod undeclared_keys {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Names over a small alphabet that shares prefixes, with the
+    /// characters a key complement treats apart: `"`, `\`, a control
+    /// character and a multi-byte one.
+    fn name() -> impl Strategy<Value = String> {
+        proptest::collection::vec(prop_oneof![Just('a'), Just('b'), Just('"'), Just('\\'), Just('\n'), Just('é'), Just('~')], 0..4).prop_map(|v| v.into_iter().collect())
+    }
+
+    fn json_string(s: &str) -> String {
+        let mut out = String::new();
+        formcast_jsonschema::json::write_string(s, &mut out);
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+        /// A declared key takes its declared value and every other key the
+        /// additional one: the complement of the declared names is exact
+        /// (prefixes, extensions, escapes and multi-byte characters).
+        #[test]
+        fn only_undeclared_keys_take_the_additional_schema(declared in proptest::collection::btree_set(name(), 1..6), probes in proptest::collection::vec(name(), 1..8)) {
+            let props: Vec<String> = declared.iter().map(|n| format!("{}: {{\"const\": 0}}", json_string(n))).collect();
+            let schema = format!("{{\"type\": \"object\", \"properties\": {{{}}}, \"additionalProperties\": {{\"const\": 1}}, \"maxProperties\": 1}}", props.join(", "));
+            let g = G::compact(&schema);
+            for key in declared.iter().chain(&probes) {
+                let (right, wrong) = if declared.contains(key) { (0, 1) } else { (1, 0) };
+                let k = json_string(key);
+                prop_assert!(g.accepts(&format!("{{{k}:{right}}}")), "{} should take {} in {}", k, right, schema);
+                prop_assert!(!g.accepts(&format!("{{{k}:{wrong}}}")), "{} should not take {} in {}", k, wrong, schema);
+            }
+        }
+    }
+}
