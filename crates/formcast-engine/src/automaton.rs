@@ -18,6 +18,7 @@ use std::sync::Arc;
 use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
 use rustc_hash::FxHashMap;
+use smallvec::SmallVec;
 
 use crate::error::EngineError;
 use crate::limits::Budget;
@@ -129,10 +130,12 @@ impl Automaton {
 
 // ---------------------------------------------------------------- NFA ----
 
+/// Most states have one or two moves of each kind, kept inline (allocating
+/// them one by one was a tenth of a large compile).
 #[derive(Default, Clone)]
 struct NState {
-    eps: Vec<u32>,
-    bytes: Vec<(u8, u8, u32)>,
+    eps: SmallVec<[u32; 2]>,
+    bytes: SmallVec<[(u8, u8, u32); 2]>,
     calls: Vec<(RuleId, u32)>,
     tokens: Vec<(TokenId, u32)>,
     excepts: Vec<(u32, u32)>,
