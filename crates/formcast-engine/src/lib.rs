@@ -12,6 +12,7 @@ pub mod bitset;
 pub mod compiled;
 pub mod completion;
 pub mod error;
+pub mod foreground;
 pub mod limits;
 pub mod mask;
 pub mod matcher;

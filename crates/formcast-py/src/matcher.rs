@@ -88,7 +88,11 @@ pub fn compile_grammar(
         }
         let g = grammar.inner.clone();
         let index = tokenizer.index.clone();
-        let cg = py.detach(move || fe::CompiledGrammar::compile(&g, index, &opts, &budget)).map_err(to_py)?;
+        let cg = py.detach(move || {
+            let _fg = fe::foreground::Foreground::begin();
+            fe::CompiledGrammar::compile(&g, index, &opts, &budget)
+        })
+        .map_err(to_py)?;
         Ok(CompiledGrammar { inner: Arc::new(cg) })
     })
 }

@@ -61,7 +61,12 @@ pub fn grammar_from_json_schema(
         };
         let opts = fj::SchemaOptions { whitespace: ws, strict, any_order, lenient, style, format, time_budget_ms, ..Default::default() };
         let text = schema_json.to_string();
-        let (g, warnings) = py.detach(move || fj::json_schema_str_to_grammar(&text, &opts)).map_err(schema_err)?;
+        let (g, warnings) = py
+            .detach(move || {
+                let _fg = formcast_engine::foreground::Foreground::begin();
+                fj::json_schema_str_to_grammar(&text, &opts)
+            })
+            .map_err(schema_err)?;
         Ok((Grammar { inner: Arc::new(g) }, warnings.iter().map(|w| w.to_string()).collect()))
     })
 }

@@ -44,6 +44,7 @@ pub fn grammar_from_structural_tag(
         let text = tag_json.to_string();
         let opts = fs::Options { lower: fs::LowerOptions { schema_time_budget_ms: time_budget_ms, ..Default::default() } };
         let out = py.detach(move || {
+            let _fg = formcast_engine::foreground::Foreground::begin();
             let lookup = |s: &str| -> Option<u32> {
                 let v = vocab.as_ref()?;
                 v.tokens.iter().position(|b| b == s.as_bytes()).map(|i| i as u32)

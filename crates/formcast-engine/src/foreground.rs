@@ -1,0 +1,75 @@
+//! Foreground work and background warm-up. A request's compile is
+//! foreground; warm-up done on the process's behalf (the rule and partition
+//! caches a new tokenizer fills, see `formcast-py`'s prewarm) waits for it
+//! to finish, so that on a small machine the first request does not share
+//! its cores, caches and memory bandwidth with work meant to speed it up.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+static BUSY: AtomicUsize = AtomicUsize::new(0);
+/// When foreground work last ended, in microseconds since [`epoch`].
+static LAST_END_US: AtomicU64 = AtomicU64::new(0);
+
+fn epoch() -> Instant {
+    static E: OnceLock<Instant> = OnceLock::new();
+    *E.get_or_init(Instant::now)
+}
+
+fn now_us() -> u64 {
+    epoch().elapsed().as_micros() as u64
+}
+
+/// Foreground work in progress, until dropped.
+#[must_use = "the work counts as foreground only while the guard lives"]
+pub struct Foreground(());
+
+impl Foreground {
+    pub fn begin() -> Foreground {
+        epoch();
+        BUSY.fetch_add(1, Ordering::SeqCst);
+        Foreground(())
+    }
+}
+
+impl Drop for Foreground {
+    fn drop(&mut self) {
+        LAST_END_US.store(now_us(), Ordering::SeqCst);
+        BUSY.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Returns once no foreground work has run for `quiet` (a schema's
+/// front-end and its compile are two calls: the gap between them is not
+/// idle time).
+pub fn wait_until_idle(quiet: Duration) {
+    let quiet_us = quiet.as_micros() as u64;
+    loop {
+        let since = now_us().saturating_sub(LAST_END_US.load(Ordering::SeqCst));
+        if BUSY.load(Ordering::SeqCst) == 0 && since >= quiet_us {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_foreground_work_and_its_quiet_time() {
+        let fg = Foreground::begin();
+        let t = std::thread::spawn(|| {
+            let start = Instant::now();
+            wait_until_idle(Duration::from_millis(20));
+            start.elapsed()
+        });
+        std::thread::sleep(Duration::from_millis(30));
+        drop(fg);
+        let waited = t.join().unwrap();
+        // Held for 30 ms, then 20 ms of quiet.
+        assert!(waited >= Duration::from_millis(50), "{waited:?}");
+    }
+}
