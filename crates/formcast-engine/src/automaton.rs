@@ -17,6 +17,8 @@ use std::sync::Arc;
 
 use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
@@ -849,13 +851,38 @@ fn push_merged(trans: &mut Vec<(u8, u8, u32)>, lo: u8, hi: u8, id: u32) {
     }
 }
 
+/// Orders byte edges by their range, enough for equal ranges to be
+/// neighbours when every range starting at a byte ends at the same byte
+/// (otherwise the ranges overlap and the caller cuts them into windows
+/// anyway). Long lists (an object's keys) by counting on the first byte.
+fn sort_edges(edges: &mut Vec<(u8, u8, u32)>, scratch: &mut Vec<(u8, u8, u32)>) {
+    if edges.len() <= 20 {
+        edges.sort_unstable_by_key(|e| (e.0, e.1));
+        return;
+    }
+    let mut start = [0u32; 257];
+    for e in edges.iter() {
+        start[e.0 as usize + 1] += 1;
+    }
+    for b in 0..256 {
+        start[b + 1] += start[b];
+    }
+    scratch.clear();
+    scratch.resize(edges.len(), (0, 0, 0));
+    for &e in edges.iter() {
+        scratch[start[e.0 as usize] as usize] = e;
+        start[e.0 as usize] += 1;
+    }
+    std::mem::swap(edges, scratch);
+}
+
 /// Subset construction of one rule's NFA (`start` to `accept`).
 fn determinize(
     nfa: &[NState],
     start: u32,
     accept: u32,
     budget: &Budget,
-    dfa_states_so_far: usize,
+    total_dfa: &AtomicUsize,
     max_dfa: usize,
 ) -> Result<RuleDfa, EngineError> {
     let mut closer = Closer::new(nfa, accept);
@@ -867,6 +894,7 @@ fn determinize(
     // Scratch, reused for every DFA state.
     let mut set: Vec<u32> = Vec::new();
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
+    let mut edge_scratch: Vec<(u8, u8, u32)> = Vec::new();
     let mut bounds: Vec<u16> = Vec::new();
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     let mut win_start: Vec<u32> = Vec::new();
@@ -882,14 +910,17 @@ fn determinize(
         single[t as usize]
     };
     let mut i = 0;
+    // States counted into `total_dfa` (shared by rules determinized at once).
+    let mut counted = 0usize;
+    let too_large = || EngineError::Limit(format!("grammar too large: more than {max_dfa} DFA states"));
     while i < states.sets.len() {
         if i % 64 == 0 {
             budget.check()?;
-        }
-        if dfa_states_so_far + states.sets.len() > max_dfa {
-            return Err(EngineError::Limit(format!(
-                "grammar too large: more than {max_dfa} DFA states"
-            )));
+            let n = states.sets.len();
+            if total_dfa.fetch_add(n - counted, Ordering::Relaxed) + (n - counted) > max_dfa {
+                return Err(too_large());
+            }
+            counted = n;
         }
         set.clear();
         set.extend_from_slice(&states.sets[i]);
@@ -900,12 +931,27 @@ fn determinize(
             edges.extend_from_slice(&nfa[s as usize].bytes);
         }
         let mut byte_trans: Vec<(u8, u8, u32)> = Vec::new();
-        if edges.windows(2).all(|w| w[0].1 < w[1].0) {
-            // Disjoint ranges in order (a literal, a character class): each
-            // range is its own window.
-            for &(lo, hi, t) in &edges {
-                let id = single_id(t, &mut closer, &mut states, &mut closed);
+        // Sorted, the ranges are usually disjoint or equal: the alternatives
+        // of an object's keys all start with `"`, then mostly differ.
+        sort_edges(&mut edges, &mut edge_scratch);
+        if edges.windows(2).all(|w| w[0].1 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 == w[1].1)) {
+            // Each range is its own window, its targets those of the equal
+            // ranges beside it.
+            let mut k = 0;
+            while k < edges.len() {
+                let (lo, hi, t) = edges[k];
+                let mut end = k + 1;
+                while end < edges.len() && edges[end].0 == lo && edges[end].1 == hi {
+                    end += 1;
+                }
+                let id = if end == k + 1 {
+                    single_id(t, &mut closer, &mut states, &mut closed)
+                } else {
+                    closer.close(edges[k..end].iter().map(|e| e.2), &mut closed);
+                    states.id(&closed)
+                };
                 push_merged(&mut byte_trans, lo, hi, id);
+                k = end;
             }
         } else {
             bounds.clear();
@@ -1008,10 +1054,59 @@ fn determinize(
         dfa.excepts.push(excepts);
         i += 1;
     }
+    let n = states.sets.len();
+    if total_dfa.fetch_add(n - counted, Ordering::Relaxed) + (n - counted) > max_dfa {
+        return Err(too_large());
+    }
     Ok(dfa)
 }
 
 // ------------------------------------------------------------- compile ----
+
+/// A rule's NFA, built and waiting for determinization.
+struct PendingRule {
+    rule: usize,
+    nfa: Vec<NState>,
+    start: u32,
+    accept: u32,
+    /// The rule-cache key, when the body may be cached.
+    key: Option<u64>,
+}
+
+/// NFAs held at once before they are determinized (memory: about 120
+/// bytes a state).
+const PENDING_MAX_NFA: usize = 200_000;
+
+/// NFA states from which the rules are determinized on several threads:
+/// below, waking the pool costs more than it saves.
+const PARALLEL_MIN_NFA: usize = 3_000;
+
+/// Determinizes the pending rules (on rayon's pool when there is enough
+/// work: rules are independent once their NFAs are built, and a large
+/// schema's compile is mostly this).
+fn determinize_pending(
+    pending: &mut Vec<PendingRule>,
+    dfas: &mut [Option<Arc<RuleDfa>>],
+    to_store: &mut Vec<(usize, u64, usize)>,
+    budget: &Budget,
+    total_dfa: &AtomicUsize,
+    max_dfa: usize,
+) -> Result<(), EngineError> {
+    use rayon::prelude::*;
+    let run = |p: &PendingRule| determinize(&p.nfa, p.start, p.accept, budget, total_dfa, max_dfa);
+    let work: usize = pending.iter().map(|p| p.nfa.len()).sum();
+    let results: Vec<Result<RuleDfa, EngineError>> =
+        if work >= PARALLEL_MIN_NFA && pending.len() > 1 { pending.par_iter().map(run).collect() } else { pending.iter().map(run).collect() };
+    for (p, dfa) in pending.drain(..).zip(results) {
+        if let Some(key) = p.key {
+            // A self-contained rule has no calls, so its trim depends on
+            // nothing else: it is stored trimmed, and a hit is used as it is.
+            to_store.push((p.rule, key, p.nfa.len()));
+        }
+        dfas[p.rule] = Some(Arc::new(dfa?));
+    }
+    Ok(())
+}
 
 /// Builds the automaton of a grammar.
 pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Budget) -> Result<Automaton, EngineError> {
@@ -1022,13 +1117,29 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     let mut except_sets = Vec::new();
     let mut except_index = FxHashMap::default();
     let called = called_rules(grammar)?;
-    let mut dfas: Vec<Arc<RuleDfa>> = Vec::with_capacity(n_rules);
+    let mut dfas: Vec<Option<Arc<RuleDfa>>> = vec![None; n_rules];
     // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
     let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
     let mut total_nfa = 0usize;
-    let mut total_dfa = 0usize;
-    let mut nfa_buf: Vec<NState> = Vec::new();
+    let total_dfa = AtomicUsize::new(0);
+    // NFAs built and waiting for determinization, and their total size.
+    let mut pending: Vec<PendingRule> = Vec::new();
+    let mut pending_nfa = 0usize;
     for (i, rule) in grammar.rules.iter().enumerate() {
+        if rule.inline && !called[i] {
+            // Only ever built in place: no automaton of its own.
+            dfas[i] = Some(Arc::new(RuleDfa::inert()));
+            continue;
+        }
+        let cached = rule_cache::lookup(&rule.body);
+        if let Some(dfa) = cached.dfa {
+            let n = dfa.accepting.len();
+            if total_dfa.fetch_add(n, Ordering::Relaxed) + n > limits.max_dfa_states {
+                return Err(EngineError::Limit(format!("the automaton would need more than {} DFA states", limits.max_dfa_states)));
+            }
+            dfas[i] = Some(dfa);
+            continue;
+        }
         let mut b = NfaBuilder {
             states: Vec::new(),
             except_sets: &mut except_sets,
@@ -1041,39 +1152,21 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             tail_to: u32::MAX,
             tail_entry: FxHashMap::default(),
         };
-        if rule.inline && !called[i] {
-            // Only ever built in place: no automaton of its own.
-            dfas.push(Arc::new(RuleDfa::inert()));
-            continue;
-        }
-        let cached = rule_cache::lookup(&rule.body);
-        if let Some(dfa) = cached.dfa {
-            total_dfa += dfa.accepting.len();
-            if total_dfa > limits.max_dfa_states {
-                return Err(EngineError::Limit(format!("the automaton would need more than {} DFA states", limits.max_dfa_states)));
-            }
-            dfas.push(dfa);
-            continue;
-        }
-        // The state list keeps its capacity from one rule to the next.
-        b.states = std::mem::take(&mut nfa_buf);
         let start = b.new_state()?;
         let accept = b.new_state()?;
         b.tail_to = accept;
         b.build(&rule.body, start, accept, 0)?;
-        let nfa_states = b.states.len();
-        total_nfa += nfa_states;
-        let dfa = determinize(&b.states, start, accept, budget, total_dfa, limits.max_dfa_states)?;
-        nfa_buf = std::mem::take(&mut b.states);
-        nfa_buf.clear();
-        total_dfa += dfa.accepting.len();
-        if let Some(key) = cached.key {
-            // A self-contained rule has no calls, so its trim depends on
-            // nothing else: it is stored trimmed, and a hit is used as it is.
-            to_store.push((i, key, nfa_states));
+        let nfa = std::mem::take(&mut b.states);
+        total_nfa += nfa.len();
+        pending_nfa += nfa.len();
+        pending.push(PendingRule { rule: i, nfa, start, accept, key: cached.key });
+        if pending_nfa >= PENDING_MAX_NFA {
+            determinize_pending(&mut pending, &mut dfas, &mut to_store, budget, &total_dfa, limits.max_dfa_states)?;
+            pending_nfa = 0;
         }
-        dfas.push(Arc::new(dfa));
     }
+    determinize_pending(&mut pending, &mut dfas, &mut to_store, budget, &total_dfa, limits.max_dfa_states)?;
+    let dfas: Vec<Arc<RuleDfa>> = dfas.into_iter().map(|d| d.expect("every rule has an automaton")).collect();
     let (mut dfas, live_rule) = trim(dfas, n_rules);
     for (i, key, nfa_states) in to_store {
         if live_rule[i] {

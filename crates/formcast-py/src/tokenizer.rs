@@ -41,19 +41,6 @@ const PREWARM_SCHEMAS: [&str; 2] = [r#"{"type": "string"}"#, r#"{"type": "string
 /// `formcast_engine::automaton`) already holds them when a schema uses one.
 const PREWARM_FORMATS: [&str; 9] = ["date-time", "date", "time", "email", "uri", "uuid", "ipv4", "ipv6", "hostname"];
 
-/// Lowers the calling thread to idle priority where the OS has one (Linux's
-/// `SCHED_IDLE`: it runs only on a core nothing else wants), so that warm-up
-/// never takes a core from a request on a busy machine.
-fn run_at_idle_priority() {
-    #[cfg(target_os = "linux")]
-    // SAFETY: sched_setscheduler on the calling thread (pid 0) with a valid
-    // parameter block; failure only leaves the priority as it was.
-    unsafe {
-        let param = libc::sched_param { sched_priority: 0 };
-        libc::sched_setscheduler(0, libc::SCHED_IDLE, &param);
-    }
-}
-
 /// How long foreground work must have been over before the warm-up goes on.
 const QUIET: std::time::Duration = std::time::Duration::from_millis(5);
 
@@ -69,7 +56,6 @@ const QUIET: std::time::Duration = std::time::Duration::from_millis(5);
 /// 1.9 ms beside the warm-up, 1.1 ms with none running, on 2 cores).
 fn prewarm_in_background(index: Arc<VocabIndex>) {
     let _ = std::thread::Builder::new().name("formcast-prewarm".into()).spawn(move || {
-        run_at_idle_priority();
         let _ = std::panic::catch_unwind(move || {
             let idle = || formcast_engine::foreground::wait_until_idle(QUIET);
             let opts = formcast_jsonschema::SchemaOptions::default();
