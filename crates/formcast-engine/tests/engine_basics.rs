@@ -514,3 +514,33 @@ fn undefined_rule_ids_are_errors_naming_the_rule() {
     let err = CompiledGrammar::compile(&g, v, &CompileOptions::default(), &Budget::unlimited()).unwrap_err().to_string();
     assert!(err.contains("rule 'root' references undefined rule id 7"), "{err}");
 }
+
+/// Enough rules for determinization to run on several threads: the result
+/// accepts what the sequential build accepts, and the DFA-state limit holds
+/// over all rules together (one shared counter), not per rule.
+#[test]
+fn rules_determinized_together_share_the_state_limit() {
+    let v = vocab(&["a"], &[], &[]);
+    let word = |r: usize, k: usize| format!("r{r}w{k:03}xyz");
+    let mut rs: Vec<(String, Expr)> = Vec::new();
+    for r in 0..24 {
+        let words = (0..40).map(|k| Expr::Bytes(word(r, k).into_bytes())).collect();
+        rs.push((format!("r{r}"), Expr::Alt(words)));
+    }
+    let root = Expr::Seq((0..24).map(|r| Expr::Rule(r as u32 + 1)).collect());
+    let mut all = vec![("root".to_string(), root)];
+    all.extend(rs);
+    let g = Grammar { rules: all.into_iter().map(|(n, e)| Rule::new(&n, e)).collect(), root: 0 };
+    let cg = Arc::new(CompiledGrammar::compile(&g, v.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap());
+    let states = cg.automaton.n_states();
+    let text: String = (0..24).map(|r| word(r, (r * 7) % 40)).collect();
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(text.as_bytes()).unwrap() && m.can_end());
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(!m.accept_bytes(format!("{}r0w040xyz", word(0, 0)).as_bytes()).unwrap_or(false));
+    // Each rule alone is far below the limit; together they are above it.
+    let mut opts = CompileOptions::default();
+    opts.automaton.max_dfa_states = states / 2;
+    let err = CompiledGrammar::compile(&g, v, &opts, &Budget::unlimited()).err().expect("over the limit").to_string();
+    assert!(err.contains("DFA states"), "{err}");
+}
