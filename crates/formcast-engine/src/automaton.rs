@@ -851,31 +851,6 @@ fn push_merged(trans: &mut Vec<(u8, u8, u32)>, lo: u8, hi: u8, id: u32) {
     }
 }
 
-/// Orders byte edges by their range, enough for equal ranges to be
-/// neighbours when every range starting at a byte ends at the same byte
-/// (otherwise the ranges overlap and the caller cuts them into windows
-/// anyway). Long lists (an object's keys) by counting on the first byte.
-fn sort_edges(edges: &mut Vec<(u8, u8, u32)>, scratch: &mut Vec<(u8, u8, u32)>) {
-    if edges.len() <= 20 {
-        edges.sort_unstable_by_key(|e| (e.0, e.1));
-        return;
-    }
-    let mut start = [0u32; 257];
-    for e in edges.iter() {
-        start[e.0 as usize + 1] += 1;
-    }
-    for b in 0..256 {
-        start[b + 1] += start[b];
-    }
-    scratch.clear();
-    scratch.resize(edges.len(), (0, 0, 0));
-    for &e in edges.iter() {
-        scratch[start[e.0 as usize] as usize] = e;
-        start[e.0 as usize] += 1;
-    }
-    std::mem::swap(edges, scratch);
-}
-
 /// Subset construction of one rule's NFA (`start` to `accept`).
 fn determinize(
     nfa: &[NState],
@@ -894,7 +869,6 @@ fn determinize(
     // Scratch, reused for every DFA state.
     let mut set: Vec<u32> = Vec::new();
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
-    let mut edge_scratch: Vec<(u8, u8, u32)> = Vec::new();
     let mut bounds: Vec<u16> = Vec::new();
     let mut pairs: Vec<(u32, u32)> = Vec::new();
     let mut win_start: Vec<u32> = Vec::new();
@@ -933,7 +907,7 @@ fn determinize(
         let mut byte_trans: Vec<(u8, u8, u32)> = Vec::new();
         // Sorted, the ranges are usually disjoint or equal: the alternatives
         // of an object's keys all start with `"`, then mostly differ.
-        sort_edges(&mut edges, &mut edge_scratch);
+        edges.sort_unstable_by_key(|e| (e.0 as u16) << 8 | e.1 as u16);
         if edges.windows(2).all(|w| w[0].1 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 == w[1].1)) {
             // Each range is its own window, its targets those of the equal
             // ranges beside it.
