@@ -402,7 +402,7 @@ fn then(step: Expr, rest: Expr) -> Expr {
 /// leaving with any other character (multi-byte once encoded, escaped once
 /// JSON-written) is one shared branch after the trie of prefixes `S`.
 pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, tail: Expr) -> Expr {
-    const SIMPLE: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
+    const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
     let simple = |c: char| SIMPLE.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi);
     /// The trie's branches are distinct by their first character: no
     /// need for [`alt`]'s duplicate check, which hashes whole subtrees
@@ -419,19 +419,9 @@ pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, 
         other: &'a [(u32, u32)],
         simple: &'a dyn Fn(char) -> bool,
     }
-    // (exits, shared prefixes, stops) below a node; `words` sorted, all
-    // sharing their first `depth` characters.
+    // (exits, shared prefixes, stops) below a node (see `trie_node`).
     fn go(words: &[Vec<char>], depth: usize, cx: &Ctx) -> (Expr, Expr, Expr) {
-        let terminal = words.first().is_some_and(|w| w.len() == depth);
-        let below = if terminal { &words[1..] } else { words };
-        let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
-        let mut k = 0;
-        while k < below.len() {
-            let c = below[k][depth];
-            let end = k + below[k..].partition_point(|w| w[depth] == c);
-            runs.push((c, &below[k..end]));
-            k = end;
-        }
+        let (terminal, runs) = crate::strings::trie_node(words, depth);
         let simple_children = runs.iter().all(|&(c, _)| (cx.simple)(c));
         let mut exits = Vec::with_capacity(runs.len() + 2);
         let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));

@@ -510,6 +510,27 @@ pub fn set_re(s: &BTreeSet<String>) -> Re {
     Re::alt(s.iter().map(|x| Re::lit(x)).collect())
 }
 
+/// Printable ASCII but `"` and `\`: the characters a set complement spells
+/// at every trie node (see [`complement_of_set`]).
+pub(crate) const SIMPLE_CHARS: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
+
+/// A node of the trie of `words` (sorted, all sharing their first `depth`
+/// characters): whether a word ends there, and each child's character with
+/// the words below it (a contiguous run, the words being sorted).
+pub(crate) fn trie_node(words: &[Vec<char>], depth: usize) -> (bool, Vec<(char, &[Vec<char>])>) {
+    let terminal = words.first().is_some_and(|w| w.len() == depth);
+    let below = if terminal { &words[1..] } else { words };
+    let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
+    let mut k = 0;
+    while k < below.len() {
+        let c = below[k][depth];
+        let end = k + below[k..].partition_point(|w| w[depth] == c);
+        runs.push((c, &below[k..end]));
+        k = end;
+    }
+    (terminal, runs)
+}
+
 /// All strings except those of `excluded`: leave the trie of the words at
 /// some node (then anything), or stop at a node that is not a word.
 ///
@@ -519,21 +540,10 @@ pub fn set_re(s: &BTreeSet<String>) -> Re {
 /// automaton states once UTF-8-encoded and JSON-escaped) is one shared
 /// branch after the set of trie prefixes: `E Σ* | Prefixes OTHER Σ* | P`.
 pub fn complement_of_set(excluded: &BTreeSet<String>) -> Re {
-    const SIMPLE: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
+    const SIMPLE: [(u32, u32); 3] = SIMPLE_CHARS;
     // Returns (exits, prefixes that may leave with any OTHER char, stops).
-    // `words` is sorted and every word starts with the same `depth`
-    // characters, so the words below each child are a contiguous run.
     fn go(words: &[Vec<char>], depth: usize, other: &[(u32, u32)]) -> (Re, Re, Re) {
-        let terminal = words.first().is_some_and(|w| w.len() == depth);
-        let below = if terminal { &words[1..] } else { words };
-        let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
-        let mut k = 0;
-        while k < below.len() {
-            let c = below[k][depth];
-            let end = k + below[k..].partition_point(|w| w[depth] == c);
-            runs.push((c, &below[k..end]));
-            k = end;
-        }
+        let (terminal, runs) = trie_node(words, depth);
         let used: Vec<(u32, u32)> = runs.iter().map(|&(c, _)| (c as u32, c as u32)).collect();
         let simple_children = runs.iter().all(|&(c, _)| SIMPLE.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi));
         let mut exits = vec![Re::chars(crate::re::subtract_ranges(&SIMPLE, &used))];
