@@ -851,6 +851,10 @@ fn push_merged(trans: &mut Vec<(u8, u8, u32)>, lo: u8, hi: u8, id: u32) {
     }
 }
 
+/// Byte edges of a DFA state sorted before they are grouped (see
+/// [`determinize`]).
+const SORTED_EDGES_MAX: usize = 64;
+
 /// Subset construction of one rule's NFA (`start` to `accept`).
 fn determinize(
     nfa: &[NState],
@@ -906,8 +910,12 @@ fn determinize(
         }
         let mut byte_trans: Vec<(u8, u8, u32)> = Vec::new();
         // Sorted, the ranges are usually disjoint or equal: the alternatives
-        // of an object's keys all start with `"`, then mostly differ.
-        edges.sort_unstable_by_key(|e| (e.0 as u16) << 8 | e.1 as u16);
+        // of an object's keys all start with `"`, then mostly differ. (Long
+        // lists are mostly the many positions of one pattern, which overlap:
+        // sorting those is wasted, and the windows sort their bounds anyway.)
+        if edges.len() <= SORTED_EDGES_MAX {
+            edges.sort_unstable_by_key(|e| (e.0 as u16) << 8 | e.1 as u16);
+        }
         if edges.windows(2).all(|w| w[0].1 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 == w[1].1)) {
             // Each range is its own window, its targets those of the equal
             // ranges beside it.
