@@ -878,6 +878,7 @@ fn determinize(
     let mut win_start: Vec<u32> = Vec::new();
     let mut win_fill: Vec<u32> = Vec::new();
     let mut win_targets: Vec<u32> = Vec::new();
+    let mut done: Vec<(usize, u32)> = Vec::new();
     // The DFA state of closure({t}), per NFA state t: most moves have one target.
     let mut single: Vec<u32> = vec![u32::MAX; nfa.len()];
     let mut single_id = |t: u32, closer: &mut Closer, states: &mut Interner, closed: &mut Vec<u32>| -> u32 {
@@ -936,21 +937,29 @@ fn determinize(
                 k = end;
             }
         } else {
-            bounds.clear();
+            // Window boundaries marked per byte (no sort), and the index of
+            // each boundary among them: an edge `lo..=hi` covers the windows
+            // from `lo`'s index to `hi + 1`'s.
+            let mut is_bound = [false; 257];
             for &(lo, hi, _) in &edges {
-                bounds.push(lo as u16);
-                bounds.push(hi as u16 + 1);
+                is_bound[lo as usize] = true;
+                is_bound[hi as usize + 1] = true;
             }
-            bounds.sort_unstable();
-            bounds.dedup();
+            let mut index_of = [0u16; 257];
+            bounds.clear();
+            for (b, &yes) in is_bound.iter().enumerate() {
+                if yes {
+                    index_of[b] = bounds.len() as u16;
+                    bounds.push(b as u16);
+                }
+            }
+            let windows = |lo: u8, hi: u8| index_of[lo as usize] as usize..index_of[hi as usize + 1] as usize;
             // Targets per window, bucketed by counting (no sort: the closure
             // dedups and orders them).
             win_start.clear();
             win_start.resize(bounds.len() + 1, 0);
             for &(lo, hi, _) in &edges {
-                let w0 = bounds.partition_point(|&b| b < lo as u16);
-                let w1 = w0 + bounds[w0..].partition_point(|&b| b <= hi as u16);
-                for w in w0..w1 {
+                for w in windows(lo, hi) {
                     win_start[w + 1] += 1;
                 }
             }
@@ -962,30 +971,33 @@ fn determinize(
             win_fill.clear();
             win_fill.extend_from_slice(&win_start);
             for &(lo, hi, t) in &edges {
-                let mut w = bounds.partition_point(|&b| b < lo as u16);
-                while bounds[w] <= hi as u16 {
+                for w in windows(lo, hi) {
                     win_targets[win_fill[w] as usize] = t;
                     win_fill[w] += 1;
-                    w += 1;
                 }
             }
-            let mut prev: Option<(usize, u32)> = None;
+            // Windows already resolved in this state, (window, DFA state):
+            // the same NFA states often move on several windows (a character
+            // class split by the gaps between its ranges), listed in the
+            // same order since they come from the same edges.
+            done.clear();
             for w in 0..bounds.len().saturating_sub(1) {
                 let (a, b) = (win_start[w] as usize, win_start[w + 1] as usize);
                 if a == b {
                     continue;
                 }
-                // Neighbouring windows often move the same NFA states (the same
-                // edges, listed in the same order).
-                let id = match prev {
-                    Some((pw, id)) if win_targets[win_start[pw] as usize..win_start[pw + 1] as usize] == win_targets[a..b] => id,
-                    _ if b == a + 1 => single_id(win_targets[a], &mut closer, &mut states, &mut closed),
-                    _ => {
+                let seen = done.iter().rev().find(|&&(pw, _)| win_targets[win_start[pw] as usize..win_start[pw + 1] as usize] == win_targets[a..b]);
+                let id = match seen {
+                    Some(&(_, id)) => id,
+                    None if b == a + 1 => single_id(win_targets[a], &mut closer, &mut states, &mut closed),
+                    None => {
                         closer.close(win_targets[a..b].iter().copied(), &mut closed);
                         states.id(&closed)
                     }
                 };
-                prev = Some((w, id));
+                if seen.is_none() {
+                    done.push((w, id));
+                }
                 push_merged(&mut byte_trans, bounds[w] as u8, (bounds[w + 1] - 1) as u8, id);
             }
         }
