@@ -851,6 +851,15 @@ fn push_merged(trans: &mut Vec<(u8, u8, u32)>, lo: u8, hi: u8, id: u32) {
     }
 }
 
+/// Adds `n` DFA states to the grammar's total (shared by the rules
+/// determinized at once, and by cached automata); an error past `max`.
+fn count_dfa_states(total: &AtomicUsize, n: usize, max: usize) -> Result<(), EngineError> {
+    if total.fetch_add(n, Ordering::Relaxed) + n > max {
+        return Err(EngineError::Limit(format!("grammar too large: more than {max} DFA states")));
+    }
+    Ok(())
+}
+
 /// Byte edges of a DFA state sorted before they are grouped (see
 /// [`determinize`]).
 const SORTED_EDGES_MAX: usize = 64;
@@ -891,15 +900,11 @@ fn determinize(
     let mut i = 0;
     // States counted into `total_dfa` (shared by rules determinized at once).
     let mut counted = 0usize;
-    let too_large = || EngineError::Limit(format!("grammar too large: more than {max_dfa} DFA states"));
     while i < states.sets.len() {
         if i % 64 == 0 {
             budget.check()?;
-            let n = states.sets.len();
-            if total_dfa.fetch_add(n - counted, Ordering::Relaxed) + (n - counted) > max_dfa {
-                return Err(too_large());
-            }
-            counted = n;
+            count_dfa_states(total_dfa, states.sets.len() - counted, max_dfa)?;
+            counted = states.sets.len();
         }
         set.clear();
         set.extend_from_slice(&states.sets[i]);
@@ -1048,10 +1053,7 @@ fn determinize(
         dfa.excepts.push(excepts);
         i += 1;
     }
-    let n = states.sets.len();
-    if total_dfa.fetch_add(n - counted, Ordering::Relaxed) + (n - counted) > max_dfa {
-        return Err(too_large());
-    }
+    count_dfa_states(total_dfa, states.sets.len() - counted, max_dfa)?;
     Ok(dfa)
 }
 
@@ -1127,10 +1129,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         }
         let cached = rule_cache::lookup(&rule.body);
         if let Some(dfa) = cached.dfa {
-            let n = dfa.accepting.len();
-            if total_dfa.fetch_add(n, Ordering::Relaxed) + n > limits.max_dfa_states {
-                return Err(EngineError::Limit(format!("the automaton would need more than {} DFA states", limits.max_dfa_states)));
-            }
+            count_dfa_states(&total_dfa, dfa.accepting.len(), limits.max_dfa_states)?;
             dfas[i] = Some(dfa);
             continue;
         }
