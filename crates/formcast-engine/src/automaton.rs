@@ -13,7 +13,7 @@
 //! computation relies on this: a non-empty item set after a byte means the
 //! bytes so far are a viable prefix.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
 use regex_syntax::utf8::Utf8Sequences;
@@ -59,14 +59,62 @@ pub mod flags {
     pub const TICKS: u8 = 16;
 }
 
+/// The byte moves of one rule's states in a table of its own, over the
+/// rule's own byte classes, with rule-local targets.
+#[derive(Debug)]
+pub struct NarrowTable {
+    class_of: [u8; 256],
+    n_classes: usize,
+    /// The first byte of every class.
+    class_rep: Vec<u8>,
+    trans: Vec<u32>,
+}
+
+impl NarrowTable {
+    fn of(d: &RuleDfa) -> NarrowTable {
+        let (class_of, n_classes) = byte_classes(std::iter::once(d));
+        let mut trans = vec![DEAD; d.accepting.len() * n_classes];
+        for (s, es) in d.byte_trans.iter().enumerate() {
+            for &(lo, hi, t) in es {
+                for c in class_of[lo as usize]..=class_of[hi as usize] {
+                    trans[s * n_classes + c as usize] = t;
+                }
+            }
+        }
+        NarrowTable { class_of, n_classes, class_rep: class_reps(&class_of), trans }
+    }
+}
+
+/// A rule whose byte moves are in a [`NarrowTable`]: its states are
+/// `first..first + n`, numbered after every rule in the shared table.
+#[derive(Debug, Clone)]
+pub struct NarrowRule {
+    first: StateId,
+    table: Arc<NarrowTable>,
+}
+
+/// Rules of at least this many states whose byte classes are at most half
+/// the grammar's get a table of their own (see [`Automaton::next`]).
+const NARROW_MIN_STATES: usize = 256;
+
 /// The compiled automaton of a whole grammar.
 #[derive(Debug, Clone)]
 pub struct Automaton {
-    /// Byte → byte class.
+    /// Byte → byte class (over every rule: bytes of one class move alike
+    /// from every state).
     pub class_of: [u8; 256],
     pub n_classes: usize,
-    /// `trans[state * n_classes + class]`.
-    pub trans: Vec<StateId>,
+    /// The first byte of every class.
+    pub class_rep: Vec<u8>,
+    /// `trans[state * n_classes + class]`, for the states below `n_shared`.
+    trans: Vec<StateId>,
+    n_shared: usize,
+    /// The other states' rules, by first state. A large rule with few byte
+    /// classes of its own (a `date-time` string: 23,000 states over 17
+    /// classes, in a grammar with 100) would otherwise widen the shared
+    /// table to the grammar's classes; its table is built once and shared
+    /// by every grammar that uses the rule (see `rule_cache`).
+    narrow: Vec<NarrowRule>,
     pub flags: Vec<u8>,
     /// CSR: calls of state `s` are `calls[call_start[s]..call_start[s+1]]`
     /// as `(rule, target)`.
@@ -96,9 +144,51 @@ pub struct Automaton {
 }
 
 impl Automaton {
+    /// The state `s` moves to on byte `b` ([`DEAD`]: none).
     #[inline(always)]
     pub fn next(&self, s: StateId, b: u8) -> StateId {
-        self.trans[s as usize * self.n_classes + self.class_of[b as usize] as usize]
+        if (s as usize) < self.n_shared {
+            self.trans[s as usize * self.n_classes + self.class_of[b as usize] as usize]
+        } else {
+            self.next_narrow(s, b)
+        }
+    }
+
+    /// Which table holds the moves of `s`: 0 the shared one, `k + 1` the
+    /// `k`-th narrow rule's.
+    #[inline]
+    pub fn table_of(&self, s: StateId) -> usize {
+        if (s as usize) < self.n_shared {
+            0
+        } else {
+            self.narrow.partition_point(|r| r.first <= s)
+        }
+    }
+
+    /// The moves of `s` by class of its table: one byte per class, the
+    /// row of targets, and the offset that makes a target (not [`DEAD`])
+    /// global.
+    #[inline]
+    pub fn moves(&self, s: StateId) -> (&[u8], &[StateId], StateId) {
+        match self.table_of(s) {
+            0 => (&self.class_rep, &self.trans[s as usize * self.n_classes..(s as usize + 1) * self.n_classes], 0),
+            k => {
+                let r = &self.narrow[k - 1];
+                let (t, local) = (&r.table, (s - r.first) as usize);
+                (&t.class_rep, &t.trans[local * t.n_classes..(local + 1) * t.n_classes], r.first)
+            }
+        }
+    }
+
+    fn next_narrow(&self, s: StateId, b: u8) -> StateId {
+        let r = &self.narrow[self.table_of(s) - 1];
+        let t = &r.table;
+        let local = t.trans[(s - r.first) as usize * t.n_classes + t.class_of[b as usize] as usize];
+        if local == DEAD {
+            DEAD
+        } else {
+            r.first + local
+        }
     }
     #[inline(always)]
     pub fn flag(&self, s: StateId, f: u8) -> bool {
@@ -119,9 +209,15 @@ impl Automaton {
     pub fn n_states(&self) -> usize {
         self.flags.len()
     }
+    /// States whose byte moves are in the shared table (the others belong
+    /// to rules with a narrow table of their own).
+    pub fn shared_states(&self) -> usize {
+        self.n_shared
+    }
     /// Approximate heap size in bytes.
     pub fn memory_bytes(&self) -> usize {
         self.trans.len() * 4
+            + self.narrow.iter().map(|r| r.table.trans.len() * 4).sum::<usize>()
             + self.flags.len() * (1 + 12 + 32 + 4)
             + self.calls.len() * 8
             + self.tok_edges.len() * 8
@@ -742,6 +838,9 @@ struct RuleDfa {
     /// Already trimmed and without calls (a rule-cache entry): every state
     /// is live whatever the rest of the grammar, so `trim` skips it.
     trimmed: bool,
+    /// The byte moves as a [`NarrowTable`], once built (kept with a cached
+    /// automaton; reset when `trim` changes the automaton).
+    narrow: OnceLock<Arc<NarrowTable>>,
 }
 
 /// ε-closures of NFA state sets, with the buffers reused across a whole
@@ -761,7 +860,7 @@ struct Closer<'n> {
 impl RuleDfa {
     /// One non-accepting state without edges: a rule that is never called.
     fn inert() -> RuleDfa {
-        RuleDfa { byte_trans: vec![vec![]], calls: vec![vec![]], tokens: vec![vec![]], excepts: vec![vec![]], ticks: vec![None], accepting: vec![false], trimmed: false }
+        RuleDfa { byte_trans: vec![vec![]], calls: vec![vec![]], tokens: vec![vec![]], excepts: vec![vec![]], ticks: vec![None], accepting: vec![false], trimmed: false, narrow: OnceLock::new() }
     }
 }
 
@@ -878,7 +977,7 @@ fn determinize(
     let mut closed = Vec::new();
     closer.close([start], &mut closed);
     states.id(&closed);
-    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![], trimmed: false };
+    let mut dfa = RuleDfa { byte_trans: vec![], calls: vec![], tokens: vec![], excepts: vec![], ticks: vec![], accepting: vec![], trimmed: false, narrow: OnceLock::new() };
     // Scratch, reused for every DFA state.
     let mut set: Vec<u32> = Vec::new();
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
@@ -1066,7 +1165,7 @@ struct PendingRule {
     start: u32,
     accept: u32,
     /// The rule-cache key, when the body may be cached.
-    key: Option<u64>,
+    key: Option<rule_cache::Key>,
 }
 
 /// NFAs held at once before they are determinized (memory: about 120
@@ -1083,7 +1182,7 @@ const PARALLEL_MIN_NFA: usize = 3_000;
 fn determinize_pending(
     pending: &mut Vec<PendingRule>,
     dfas: &mut [Option<Arc<RuleDfa>>],
-    to_store: &mut Vec<(usize, u64, usize)>,
+    to_store: &mut Vec<(usize, rule_cache::Key, usize)>,
     budget: &Budget,
     total_dfa: &AtomicUsize,
     max_dfa: usize,
@@ -1094,12 +1193,14 @@ fn determinize_pending(
     let results: Vec<Result<RuleDfa, EngineError>> =
         if work >= PARALLEL_MIN_NFA && pending.len() > 1 { pending.par_iter().map(run).collect() } else { pending.iter().map(run).collect() };
     for (p, dfa) in pending.drain(..).zip(results) {
-        if let Some(key) = p.key {
-            // A self-contained rule has no calls, so its trim depends on
-            // nothing else: it is stored trimmed, and a hit is used as it is.
-            to_store.push((p.rule, key, p.nfa.len()));
+        let dfa = Arc::new(dfa?);
+        match p.key {
+            // Stored once trimmed (see `Key::self_contained`).
+            Some(key) if key.self_contained() => to_store.push((p.rule, key, p.nfa.len())),
+            Some(key) => rule_cache::store(key, dfa.clone(), p.nfa.len()),
+            None => {}
         }
-        dfas[p.rule] = Some(Arc::new(dfa?));
+        dfas[p.rule] = Some(dfa);
     }
     Ok(())
 }
@@ -1115,7 +1216,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     let called = called_rules(grammar)?;
     let mut dfas: Vec<Option<Arc<RuleDfa>>> = vec![None; n_rules];
     // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
-    let mut to_store: Vec<(usize, u64, usize)> = Vec::new();
+    let mut to_store: Vec<(usize, rule_cache::Key, usize)> = Vec::new();
     let mut total_nfa = 0usize;
     let total_dfa = AtomicUsize::new(0);
     // NFAs built and waiting for determinization, and their total size.
@@ -1127,7 +1228,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             dfas[i] = Some(Arc::new(RuleDfa::inert()));
             continue;
         }
-        let cached = rule_cache::lookup(&rule.body);
+        let cached = rule_cache::lookup(&rule.body, &grammar.rules);
         if let Some(dfa) = cached.dfa {
             count_dfa_states(&total_dfa, dfa.accepting.len(), limits.max_dfa_states)?;
             dfas[i] = Some(dfa);
@@ -1164,7 +1265,7 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     for (i, key, nfa_states) in to_store {
         if live_rule[i] {
             Arc::make_mut(&mut dfas[i]).trimmed = true;
-            rule_cache::store(key, &grammar.rules[i].body, dfas[i].clone(), nfa_states);
+            rule_cache::store(key, dfas[i].clone(), nfa_states);
         }
     }
     if !live_rule[grammar.root as usize] {
@@ -1338,6 +1439,7 @@ fn trim(mut dfas: Vec<Arc<RuleDfa>>, n_rules: usize) -> (Vec<Arc<RuleDfa>>, Vec<
             continue;
         }
         let d = Arc::make_mut(d);
+        d.narrow = OnceLock::new();
         let mut remap = vec![DEAD; l.len()];
         let mut n = 0u32;
         for s in 0..l.len() {
@@ -1400,12 +1502,13 @@ fn trim(mut dfas: Vec<Arc<RuleDfa>>, n_rules: usize) -> (Vec<Arc<RuleDfa>>, Vec<
     (dfas, productive_rule)
 }
 
-fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
-    // Global byte classes: boundaries of every byte range in the grammar.
+/// Byte classes of the byte moves of `dfas`: the boundaries of every range.
+/// Returns byte → class and the number of classes.
+fn byte_classes<'d>(dfas: impl Iterator<Item = &'d RuleDfa>) -> ([u8; 256], usize) {
     let mut is_boundary = [false; 257];
     is_boundary[0] = true;
     is_boundary[256] = true;
-    for d in &dfas {
+    for d in dfas {
         for es in &d.byte_trans {
             for &(lo, hi, _) in es {
                 is_boundary[lo as usize] = true;
@@ -1414,28 +1517,62 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         }
     }
     let mut class_of = [0u8; 256];
-    let mut class_rep: Vec<u8> = Vec::new();
     let mut c: i32 = -1;
     for b in 0..256usize {
         if is_boundary[b] {
             c += 1;
-            class_rep.push(b as u8);
         }
         class_of[b] = c as u8;
     }
-    let n_classes = class_rep.len();
+    (class_of, c as usize + 1)
+}
 
-    let mut rule_start = Vec::with_capacity(dfas.len());
+/// The first byte of every class.
+fn class_reps(class_of: &[u8; 256]) -> Vec<u8> {
+    (0..=255u8).filter(|&b| b == 0 || class_of[b as usize] != class_of[b as usize - 1]).collect()
+}
+
+fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
+    let (class_of, n_classes) = byte_classes(dfas.iter().map(|d| &**d));
+    let class_rep = class_reps(&class_of);
+
+    // Large rules with few classes of their own get a narrow table; their
+    // states come after the shared table's.
+    let narrow: Vec<Option<Arc<NarrowTable>>> = dfas
+        .iter()
+        .map(|d| {
+            if d.accepting.len() < NARROW_MIN_STATES {
+                return None;
+            }
+            let t = d.narrow.get_or_init(|| Arc::new(NarrowTable::of(d)));
+            (t.n_classes * 2 <= n_classes).then(|| t.clone())
+        })
+        .collect();
+    let mut rule_start = vec![0u32; dfas.len()];
+    let mut order: Vec<usize> = (0..dfas.len()).filter(|&r| narrow[r].is_none()).collect();
     let mut offset = 0u32;
-    for d in &dfas {
-        rule_start.push(offset);
-        offset += d.accepting.len() as u32;
+    for &r in &order {
+        rule_start[r] = offset;
+        offset += dfas[r].accepting.len() as u32;
+    }
+    let n_shared = offset as usize;
+    let mut narrow_rules = Vec::new();
+    for (r, t) in narrow.iter().enumerate() {
+        if let Some(t) = t {
+            rule_start[r] = offset;
+            narrow_rules.push(NarrowRule { first: offset, table: t.clone() });
+            offset += dfas[r].accepting.len() as u32;
+            order.push(r);
+        }
     }
     let n = offset as usize;
     let mut a = Automaton {
         class_of,
         n_classes,
-        trans: vec![DEAD; n * n_classes],
+        class_rep,
+        trans: vec![DEAD; n_shared * n_classes],
+        n_shared,
+        narrow: narrow_rules,
         flags: vec![0; n],
         call_start: Vec::with_capacity(n + 1),
         calls: Vec::new(),
@@ -1451,8 +1588,11 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         rule_names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
         root: grammar.root,
     };
-    for (r, d) in dfas.iter().enumerate() {
+    // In state order: the edge lists are CSR.
+    for &r in &order {
+        let d = &dfas[r];
         let base = rule_start[r];
+        let shared = narrow[r].is_none();
         for s in 0..d.accepting.len() {
             let g = (base + s as u32) as usize;
             let mut f = 0u8;
@@ -1460,9 +1600,11 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
                 f |= flags::ACCEPTING;
             }
             for &(lo, hi, t) in &d.byte_trans[s] {
-                // Ranges start and end on class boundaries.
-                for c in class_of[lo as usize]..=class_of[hi as usize] {
-                    a.trans[g * n_classes + c as usize] = base + t;
+                if shared {
+                    // Ranges start and end on class boundaries.
+                    for c in class_of[lo as usize]..=class_of[hi as usize] {
+                        a.trans[g * n_classes + c as usize] = base + t;
+                    }
                 }
                 set_bit_range(&mut a.byte_set[g], lo, hi);
                 f |= flags::SCANS;
@@ -1546,124 +1688,5 @@ fn compute_nullable(a: &Automaton) -> Vec<bool> {
     }
 }
 
-/// Rule automata shared across grammars. Formats (`date-time`, `email`,
-/// `uri`...), patterns and key-space complements recur from one schema to the
-/// next and some take milliseconds to determinize; a rule whose body is
-/// self-contained (byte-level, no token-level elements, whose automata refer
-/// to per-grammar tables, and no rule references, whose ids mean something
-/// else in every grammar) and whose determinization was slow is kept here,
-/// keyed by its body.
-mod rule_cache {
-    use std::hash::{Hash, Hasher};
-    use std::sync::{Arc, Mutex, OnceLock};
-
-    use formcast_grammar::Expr;
-    use rustc_hash::{FxHashMap, FxHasher};
-
-    use super::RuleDfa;
-
-    /// Only automata whose construction was costly are kept, by a measure
-    /// of the work (NFA states + 4 × DFA states; about 0.2 ms and up):
-    /// formats, patterns, length blocks, large key complements. Small rules
-    /// are cheaper to rebuild than to copy out. (Deterministic, unlike a
-    /// time threshold, so a background prewarm fills it the same way on
-    /// every machine.)
-    const MIN_WORK: usize = 2048;
-    /// Byte budget (approximate). When full, the least recently used
-    /// entries go until a quarter is free: one giant schema must not flush
-    /// the formats every other schema uses.
-    const LIMIT_BYTES: usize = 64 << 20;
-
-    struct Entry {
-        body: Expr,
-        dfa: Arc<RuleDfa>,
-        bytes: usize,
-        last_used: u64,
-    }
-
-    struct Cache {
-        map: FxHashMap<u64, Entry>,
-        bytes: usize,
-        clock: u64,
-    }
-
-    fn cache() -> &'static Mutex<Cache> {
-        static C: OnceLock<Mutex<Cache>> = OnceLock::new();
-        C.get_or_init(|| Mutex::new(Cache { map: FxHashMap::default(), bytes: 0, clock: 0 }))
-    }
-
-    pub(super) struct Lookup {
-        pub dfa: Option<Arc<RuleDfa>>,
-        /// The key to store under, when the body may be cached.
-        pub key: Option<u64>,
-    }
-
-    /// Byte-level and referencing no rule: the body alone determines its
-    /// automaton, whatever the grammar. (Rule ids mean something else in
-    /// every grammar, so a body that calls rules is met again only when the
-    /// same grammar is compiled again, which the compiler cache answers; and
-    /// hashing every object's member list cost a fifth of a large compile.)
-    fn self_contained(e: &Expr) -> bool {
-        match e {
-            Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } | Expr::Rule(_) => false,
-            Expr::Seq(v) | Expr::Alt(v) => v.iter().all(self_contained),
-            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => self_contained(expr),
-            Expr::TextDispatch { cases, .. } => cases.iter().all(|(_, e)| self_contained(e)),
-            Expr::Empty | Expr::Nothing | Expr::Bytes(_) | Expr::Chars(_) | Expr::ByteSet(_) | Expr::TextExcluding(_) | Expr::BoundedText { .. } => true,
-        }
-    }
-
-    /// The cached automaton of `body`, or the key to store it under when
-    /// `body` alone determines it (see [`self_contained`]).
-    pub(super) fn lookup(body: &Expr) -> Lookup {
-        if !self_contained(body) {
-            return Lookup { dfa: None, key: None };
-        }
-        let mut h = FxHasher::default();
-        body.hash(&mut h);
-        let key = h.finish();
-        let dfa = cache().lock().ok().and_then(|mut c| {
-            c.clock += 1;
-            let now = c.clock;
-            let e = c.map.get_mut(&key).filter(|e| e.body == *body)?;
-            e.last_used = now;
-            Some(e.dfa.clone())
-        });
-        Lookup { dfa, key: Some(key) }
-    }
-
-    fn size_of(d: &RuleDfa) -> usize {
-        let edges: usize = d.byte_trans.iter().map(Vec::len).sum::<usize>() + d.calls.iter().map(Vec::len).sum::<usize>();
-        edges * 12 + d.accepting.len() * 80
-    }
-
-    pub(super) fn store(key: u64, body: &Expr, dfa: Arc<RuleDfa>, nfa_states: usize) {
-        if nfa_states + 4 * dfa.accepting.len() < MIN_WORK {
-            return;
-        }
-        let size = size_of(&dfa) * 2;
-        if size > LIMIT_BYTES {
-            return;
-        }
-        if let Ok(mut c) = cache().lock() {
-            if c.bytes + size > LIMIT_BYTES {
-                let mut by_age: Vec<(u64, u64)> = c.map.iter().map(|(k, e)| (e.last_used, *k)).collect();
-                by_age.sort_unstable();
-                for (_, k) in by_age {
-                    if c.bytes + size <= LIMIT_BYTES / 4 * 3 {
-                        break;
-                    }
-                    if let Some(e) = c.map.remove(&k) {
-                        c.bytes -= e.bytes;
-                    }
-                }
-            }
-            c.clock += 1;
-            let last_used = c.clock;
-            if let Some(old) = c.map.insert(key, Entry { body: body.clone(), dfa, bytes: size, last_used }) {
-                c.bytes -= old.bytes;
-            }
-            c.bytes += size;
-        }
-    }
-}
+/// Rule automata shared across grammars (see the module).
+mod rule_cache;

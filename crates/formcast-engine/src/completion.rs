@@ -38,7 +38,6 @@ pub const INF: u32 = u32::MAX;
 /// only finish through token-level edges.
 pub fn state_distances(a: &Automaton) -> Vec<u32> {
     let n = a.n_states();
-    let nc = a.n_classes;
     // Reverse edges.
     let mut byte_preds: Vec<Vec<StateId>> = vec![Vec::new(); n];
     let mut callers_by_target: Vec<Vec<(StateId, u32)>> = vec![Vec::new(); n];
@@ -51,9 +50,8 @@ pub fn state_distances(a: &Automaton) -> Vec<u32> {
         }
     }
     for s in 0..n {
-        let row = &a.trans[s * nc..(s + 1) * nc];
         let mut last = DEAD;
-        for &t in row {
+        for t in a.class_rep.iter().map(|&b| a.next(s as StateId, b)) {
             if t != DEAD && t != last {
                 // Several classes may lead to the same target: one edge is enough
                 // (consecutive duplicates are the common case).

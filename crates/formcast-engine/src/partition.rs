@@ -174,9 +174,6 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
     let mut exit_order = Vec::new();
     interior.insert(s, 0);
     let mut sig = Vec::with_capacity(64);
-    // The first byte of every run of bytes in one class: all bytes of a run
-    // move alike from every state.
-    let class_starts: Vec<u8> = (0..=255u8).filter(|&b| b == 0 || a.class_of[b as usize] != a.class_of[b as usize - 1]).collect();
     let mut k = 0;
     while k < order.len() {
         if order.len() > MAX_SHARED_STATES {
@@ -190,12 +187,14 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
             continue;
         }
         // Run-length encoded: (first byte of a run, target code). Bytes are
-        // visited by runs of one byte class, and a target is coded once per
-        // change (a hash lookup per byte was most of the cost).
+        // visited by runs of one byte class of the state's table (they move
+        // alike), and a target is coded once per change (a hash lookup per
+        // byte was most of the cost).
         let mut last = u32::MAX - 1;
         let mut last_t = DEAD - 1;
-        for &b in &class_starts {
-            let t = a.next(st, b);
+        let (reps, row, base) = a.moves(st);
+        for (&b, &t) in reps.iter().zip(row) {
+            let t = if t == DEAD { DEAD } else { t + base };
             if t == last_t {
                 continue;
             }
@@ -360,8 +359,13 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u
         return false;
     }
     *budget -= 1;
-    let n = a.n_classes;
-    (0..n).all(|c| same_future(a, a.trans[x as usize * n + c], a.trans[y as usize * n + c], depth - 1, budget))
+    let global = |t: StateId, base: StateId| if t == DEAD { DEAD } else { t + base };
+    if a.table_of(x) == a.table_of(y) {
+        let ((_, rx, bx), (_, ry, by)) = (a.moves(x), a.moves(y));
+        rx.iter().zip(ry).all(|(&tx, &ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, budget))
+    } else {
+        a.class_rep.iter().all(|&b| same_future(a, a.next(x, b), a.next(y, b), depth - 1, budget))
+    }
 }
 
 /// The partition of `s` from `reference`, the partition of a state that

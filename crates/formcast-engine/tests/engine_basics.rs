@@ -544,3 +544,70 @@ fn rules_determinized_together_share_the_state_limit() {
     let err = CompiledGrammar::compile(&g, v, &opts, &Budget::unlimited()).err().expect("over the limit").to_string();
     assert!(err.contains("DFA states"), "{err}");
 }
+
+/// A long rule over few byte classes (a run of digits) in a grammar with
+/// many (words over the alphabet) gets a table of its own: its states move
+/// exactly as their edges say, and the grammar accepts what it should.
+#[test]
+fn narrow_rules_move_like_the_shared_table() {
+    let v = vocab(&["a", "1", "12", "!", "x"], &[], &[]);
+    let words = Expr::Alt(["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet", "kilo", "lima", "mike", "november", "oscar", "papa", "quebec", "romeo", "sierra", "tango", "uniform", "victor", "whiskey", "xray", "yankee", "zulu"].iter().map(|w| Expr::literal(w)).collect());
+    let digits = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::ByteSet(vec![(b'0', b'9')])), min: 300, max: Some(300) }, Expr::literal("!")]);
+    let g = rules(vec![("root", Expr::Seq(vec![Expr::Rule(1), Expr::literal(":"), Expr::Rule(2)])), ("words", words), ("digits", digits)]);
+    let cg = compile(&g, &v);
+    let a = &cg.automaton;
+    assert!(a.shared_states() + 300 <= a.n_states(), "the digits rule has no table of its own");
+    for s in 0..a.n_states() as u32 {
+        for b in 0..=255u8 {
+            let t = a.next(s, b);
+            let has_edge = a.byte_set[s as usize][b as usize / 64] >> (b % 64) & 1 == 1;
+            assert_eq!(t != formcast_engine::automaton::DEAD, has_edge, "state {s} byte {b}");
+            assert!(t == formcast_engine::automaton::DEAD || (t as usize) < a.n_states());
+        }
+    }
+    let ok = format!("kilo:{}!", "7".repeat(300));
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(ok.as_bytes()).unwrap() && m.can_end());
+    for bad in [format!("kilo:{}!", "7".repeat(299)), format!("kilo:{}x{}!", "7".repeat(150), "7".repeat(149)), format!("kil:{}!", "7".repeat(300))] {
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(!(m.accept_bytes(bad.as_bytes()).unwrap_or(false) && m.can_end()), "{bad}");
+    }
+    // Inside the digits: the digit tokens only ("1", "12").
+    let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(b"kilo:123").unwrap());
+    assert_eq!(allowed(&mut m), vec![1, 2]);
+}
+
+/// The rule cache keeps automata that call other rules, under keys that
+/// name rules by the order they are referenced in: a grammar whose rules
+/// are numbered differently gets the cached automaton with its calls
+/// renamed, and a body whose in-place (inline) callee differs gets its own.
+#[test]
+fn cached_rule_automata_are_renamed_and_keyed_by_what_they_build_in_place() {
+    let v = vocab(&["a"], &[], &[]);
+    let open = "((((((((((((((((((((((((((((((((((((((((";
+    let root = |word: u32, num: u32| Expr::Seq(vec![Expr::literal(open), Expr::Rule(word), Expr::literal(","), Expr::Rule(num), Expr::literal(")")]);
+    let word = Expr::plus(Expr::ByteSet(vec![(b'a', b'z')]));
+    let num = Expr::plus(Expr::ByteSet(vec![(b'0', b'9')]));
+    let g1 = rules(vec![("root", root(1, 2)), ("word", word.clone()), ("num", num.clone())]);
+    let g2 = rules(vec![("root", root(2, 1)), ("num", num), ("word", word)]);
+    for g in [&g1, &g2, &g1] {
+        let cg = compile(g, &v);
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(m.accept_bytes(format!("{open}abc,12)").as_bytes()).unwrap() && m.can_end());
+        let mut m = Matcher::new(cg, false, None).unwrap();
+        assert!(!m.accept_bytes(format!("{open}12,abc)").as_bytes()).unwrap_or(false));
+    }
+    // root ::= open tail, with the inline tail built in place.
+    let inline = |tail: &str| Grammar {
+        rules: vec![Rule::new("root", Expr::Seq(vec![Expr::literal(open), Expr::Rule(1)])), Rule { name: "tail".into(), body: Expr::literal(tail), inline: true }],
+        root: 0,
+    };
+    for (tail, other) in [("a)", "b)"), ("b)", "a)")] {
+        let cg = compile(&inline(tail), &v);
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(m.accept_bytes(format!("{open}{tail}").as_bytes()).unwrap() && m.can_end(), "{tail}");
+        let mut m = Matcher::new(cg, false, None).unwrap();
+        assert!(!m.accept_bytes(format!("{open}{other}").as_bytes()).unwrap_or(false), "{tail} accepts {other}");
+    }
+}
