@@ -60,10 +60,16 @@ fn main() {
                 states = cg.automaton.n_states();
                 if std::env::var("RULES").is_ok() && engine.len() == 1 {
                     let a = &cg.automaton;
+                    // A rule's states run to the next rule's start (rules with a
+                    // narrow table of their own come last).
+                    let mut starts: Vec<usize> = a.rule_start.iter().map(|&s| s as usize).collect();
+                    starts.push(a.n_states());
+                    starts.sort_unstable();
                     let mut per: Vec<(usize, String)> = (0..a.rule_start.len())
                         .map(|r| {
-                            let end = if r + 1 < a.rule_start.len() { a.rule_start[r + 1] as usize } else { a.n_states() };
-                            (end - a.rule_start[r] as usize, a.rule_names[r].clone())
+                            let start = a.rule_start[r] as usize;
+                            let end = starts[starts.partition_point(|&x| x <= start)..].first().copied().unwrap_or(start);
+                            (end - start, a.rule_names[r].clone())
                         })
                         .collect();
                     per.sort_by(|x, y| y.0.cmp(&x.0));
