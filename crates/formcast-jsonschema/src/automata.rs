@@ -617,19 +617,21 @@ impl Dfa {
                 add(&mut out, &mut inc, s, fin, Re::Empty, 1);
             }
         }
-        let mut alive: BTreeSet<u32> = (0..n).collect();
+        // States are eliminated cheapest first (fewest paths created, then
+        // fewest edges; lowest id on ties): a queue keyed by that cost, whose
+        // keys are refreshed for the neighbours of each eliminated state
+        // (the only states whose edges change). Scanning every state for the
+        // minimum at each step was quadratic.
+        let degree_key = |q: u32, inc: &[BTreeSet<u32>], out: &[BTreeMap<u32, (Re, u64)>]| {
+            let i = inc[q as usize].iter().filter(|&&p| p != q).count();
+            let o = out[q as usize].keys().filter(|&&r| r != q).count();
+            (i * o, i + o)
+        };
+        let mut keys: Vec<(usize, usize)> = (0..n).map(|q| degree_key(q, &inc, &out)).collect();
+        let mut queue: BTreeSet<(usize, usize, u32)> = (0..n).map(|q| (keys[q as usize].0, keys[q as usize].1, q)).collect();
         let mut total_cost: u64 = 0;
-        while !alive.is_empty() {
+        while let Some((_, _, q)) = queue.pop_first() {
             check_deadline()?;
-            let &q = alive
-                .iter()
-                .min_by_key(|&&q| {
-                    let i = inc[q as usize].iter().filter(|&&p| p != q).count();
-                    let o = out[q as usize].keys().filter(|&&r| r != q).count();
-                    (i * o, i + o)
-                })
-                .unwrap();
-            alive.remove(&q);
             let (self_loop, loop_cost) = match out[q as usize].remove(&q) {
                 Some((r, c)) => (Re::star(r), c + 1),
                 None => (Re::Empty, 0),
@@ -651,6 +653,17 @@ impl Dfa {
             }
             for (r, _) in &succs {
                 inc[*r as usize].remove(&q);
+            }
+            for t in preds.iter().copied().chain(succs.iter().map(|(r, _)| *r)) {
+                if t >= n || !queue.contains(&(keys[t as usize].0, keys[t as usize].1, t)) {
+                    continue;
+                }
+                let k = degree_key(t, &inc, &out);
+                if k != keys[t as usize] {
+                    queue.remove(&(keys[t as usize].0, keys[t as usize].1, t));
+                    keys[t as usize] = k;
+                    queue.insert((k.0, k.1, t));
+                }
             }
         }
         Ok(out[start as usize].remove(&fin).map(|(r, _)| r).unwrap_or(Re::Nothing))
