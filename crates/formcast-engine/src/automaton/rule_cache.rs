@@ -259,6 +259,8 @@ pub(super) fn store(key: Key, dfa: Arc<RuleDfa>, nfa_states: usize) {
     if nfa_states + 4 * dfa.accepting.len() < MIN_WORK {
         return;
     }
+    // Twice the edges: allocation overhead, and the narrow table a large
+    // automaton gets when first assembled.
     let size = size_of(&dfa) * 2;
     if size > LIMIT_BYTES {
         return;
