@@ -71,8 +71,8 @@ pub struct NarrowTable {
 }
 
 impl NarrowTable {
-    fn of(d: &RuleDfa) -> NarrowTable {
-        let (class_of, n_classes) = byte_classes(std::iter::once(d));
+    /// The table of `d` over its classes (`byte_classes` of `d` alone).
+    fn of(d: &RuleDfa, (class_of, n_classes): ([u8; 256], usize)) -> NarrowTable {
         let mut trans = vec![DEAD; d.accepting.len() * n_classes];
         for (s, es) in d.byte_trans.iter().enumerate() {
             for &(lo, hi, t) in es {
@@ -1544,8 +1544,12 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
             if d.accepting.len() < NARROW_MIN_STATES {
                 return None;
             }
-            let t = d.narrow.get_or_init(|| Arc::new(NarrowTable::of(d)));
-            (t.n_classes * 2 <= n_classes).then(|| t.clone())
+            if let Some(t) = d.narrow.get() {
+                return (t.n_classes * 2 <= n_classes).then(|| t.clone());
+            }
+            // Classes first: the table is built only for a rule that gets it.
+            let classes = byte_classes(std::iter::once(&**d));
+            (classes.1 * 2 <= n_classes).then(|| d.narrow.get_or_init(|| Arc::new(NarrowTable::of(d, classes))).clone())
         })
         .collect();
     let mut rule_start = vec![0u32; dfas.len()];
