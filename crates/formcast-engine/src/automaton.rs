@@ -74,12 +74,8 @@ impl NarrowTable {
     /// The table of `d` over its classes (`byte_classes` of `d` alone).
     fn of(d: &RuleDfa, (class_of, n_classes): ([u8; 256], usize)) -> NarrowTable {
         let mut trans = vec![DEAD; d.accepting.len() * n_classes];
-        for (s, es) in d.byte_trans.iter().enumerate() {
-            for &(lo, hi, t) in es {
-                for c in class_of[lo as usize]..=class_of[hi as usize] {
-                    trans[s * n_classes + c as usize] = t;
-                }
-            }
+        for (row, es) in trans.chunks_exact_mut(n_classes).zip(&d.byte_trans) {
+            fill_row(row, &class_of, es, 0);
         }
         NarrowTable { class_of, n_classes, class_rep: class_reps(&class_of), trans }
     }
@@ -1527,6 +1523,14 @@ fn byte_classes<'d>(dfas: impl Iterator<Item = &'d RuleDfa>) -> ([u8; 256], usiz
     (class_of, c as usize + 1)
 }
 
+/// Writes the byte edges `es` (ranges on class boundaries of `class_of`)
+/// into a row of targets by class, `offset` added to each target.
+fn fill_row(row: &mut [StateId], class_of: &[u8; 256], es: &[(u8, u8, u32)], offset: StateId) {
+    for &(lo, hi, t) in es {
+        row[class_of[lo as usize] as usize..=class_of[hi as usize] as usize].fill(offset + t);
+    }
+}
+
 /// The first byte of every class.
 fn class_reps(class_of: &[u8; 256]) -> Vec<u8> {
     (0..=255u8).filter(|&b| b == 0 || class_of[b as usize] != class_of[b as usize - 1]).collect()
@@ -1603,13 +1607,10 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
             if d.accepting[s] {
                 f |= flags::ACCEPTING;
             }
-            for &(lo, hi, t) in &d.byte_trans[s] {
-                if shared {
-                    // Ranges start and end on class boundaries.
-                    for c in class_of[lo as usize]..=class_of[hi as usize] {
-                        a.trans[g * n_classes + c as usize] = base + t;
-                    }
-                }
+            if shared {
+                fill_row(&mut a.trans[g * n_classes..(g + 1) * n_classes], &class_of, &d.byte_trans[s], base);
+            }
+            for &(lo, hi, _) in &d.byte_trans[s] {
                 set_bit_range(&mut a.byte_set[g], lo, hi);
                 f |= flags::SCANS;
             }
