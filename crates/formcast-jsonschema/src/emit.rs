@@ -390,6 +390,40 @@ fn then(step: Expr, rest: Expr) -> Expr {
     }
 }
 
+/// Per encoding, the same for every set: the characters outside
+/// [`crate::strings::SIMPLE_CHARS`], as ranges and as an expression, and `Σ*`.
+fn complement_parts(enc: Enc) -> &'static (Vec<(u32, u32)>, Expr, Expr) {
+    static PARTS: [std::sync::OnceLock<(Vec<(u32, u32)>, Expr, Expr)>; 3] = [const { std::sync::OnceLock::new() }; 3];
+    PARTS[enc as usize].get_or_init(|| {
+        let other = crate::re::complement_ranges(&crate::strings::SIMPLE_CHARS);
+        let e = chars_expr(&other, enc);
+        (other, e, re_expr(&Re::any(), enc))
+    })
+}
+
+/// The trie's branches are distinct by their first character: no need for
+/// [`alt`]'s duplicate check, which hashes whole subtrees from 16 branches on.
+fn branches(mut v: Vec<Expr>) -> Expr {
+    match v.len() {
+        0 => Expr::Nothing,
+        1 => v.pop().unwrap(),
+        _ => Expr::Alt(v),
+    }
+}
+
+fn is_simple(c: char) -> bool {
+    crate::strings::SIMPLE_CHARS.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi)
+}
+
+/// The step from a trie node to its child on `c`.
+fn trie_step(c: char, enc: Enc) -> Expr {
+    if is_simple(c) && enc != Enc::XmlAttr {
+        Expr::literal(c.encode_utf8(&mut [0; 4]))
+    } else {
+        chars_expr(&[(c as u32, c as u32)], enc)
+    }
+}
+
 /// Any string except the words of `excluded`, written in `enc`, then
 /// `tail`: the language of [`crate::strings::complement_of_set`], built
 /// straight from the words' trie. (An object's undeclared keys are this
@@ -401,28 +435,16 @@ fn then(step: Expr, rest: Expr) -> Expr {
 /// node with a printable ASCII character (no `"` or `\`) is spelled per node;
 /// leaving with any other character (multi-byte once encoded, escaped once
 /// JSON-written) is one shared branch after the trie of prefixes `S`.
+///
+/// Three copies of the trie: text that must avoid excluded strings expands
+/// every rule reference in place, so it cannot share continuations through
+/// rules the way [`complement_expr_linked`] does.
 pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, tail: Expr) -> Expr {
     const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
-    let simple = |c: char| SIMPLE.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi);
-    /// The trie's branches are distinct by their first character: no
-    /// need for [`alt`]'s duplicate check, which hashes whole subtrees
-    /// from 16 branches on.
-    fn branches(mut v: Vec<Expr>) -> Expr {
-        match v.len() {
-            0 => Expr::Nothing,
-            1 => v.pop().unwrap(),
-            _ => Expr::Alt(v),
-        }
-    }
-    struct Ctx<'a> {
-        enc: Enc,
-        other: &'a [(u32, u32)],
-        simple: &'a dyn Fn(char) -> bool,
-    }
     // (exits, shared prefixes, stops) below a node (see `trie_node`).
-    fn go(words: &[Vec<char>], depth: usize, cx: &Ctx) -> (Expr, Expr, Expr) {
+    fn go(words: &[Vec<char>], depth: usize, enc: Enc, other: &[(u32, u32)]) -> (Expr, Expr, Expr) {
         let (terminal, runs) = crate::strings::trie_node(words, depth);
-        let simple_children = runs.iter().all(|&(c, _)| (cx.simple)(c));
+        let simple_children = runs.iter().all(|&(c, _)| is_simple(c));
         let mut exits = Vec::with_capacity(runs.len() + 2);
         let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));
         if !leave.is_empty() {
@@ -432,9 +454,9 @@ pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, 
         if simple_children {
             shared.push(Expr::Empty);
         } else {
-            let leave = without_points(cx.other, runs.iter().map(|&(c, _)| c as u32));
+            let leave = without_points(other, runs.iter().map(|&(c, _)| c as u32));
             if !leave.is_empty() {
-                exits.push(chars_expr(&leave, cx.enc));
+                exits.push(chars_expr(&leave, enc));
             }
         }
         let mut stops = Vec::with_capacity(runs.len() + 1);
@@ -442,28 +464,73 @@ pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, 
             stops.push(Expr::Empty);
         }
         for (c, sub) in runs {
-            let (e, sh, p) = go(sub, depth + 1, cx);
-            let step = if (cx.simple)(c) && cx.enc != Enc::XmlAttr { Expr::literal(c.encode_utf8(&mut [0; 4])) } else { chars_expr(&[(c as u32, c as u32)], cx.enc) };
+            let (e, sh, p) = go(sub, depth + 1, enc, other);
+            let step = trie_step(c, enc);
             exits.push(then(step.clone(), e));
             shared.push(then(step.clone(), sh));
             stops.push(then(step, p));
         }
         (branches(exits), branches(shared), branches(stops))
     }
-    // Per encoding, the same for every set: the other characters and `Σ*`.
-    static PARTS: [std::sync::OnceLock<(Vec<(u32, u32)>, Expr, Expr)>; 3] = [const { std::sync::OnceLock::new() }; 3];
-    let (other, other_expr, any) = PARTS[enc as usize].get_or_init(|| {
-        let other = crate::re::complement_ranges(&SIMPLE);
-        let e = chars_expr(&other, enc);
-        (other, e, re_expr(&Re::any(), enc))
-    });
+    let (other, other_expr, any) = complement_parts(enc);
     let words: Vec<Vec<char>> = excluded.iter().map(|w| w.chars().collect()).collect();
-    let cx = Ctx { enc, other, simple: &simple };
-    let (exits, shared, stops) = go(&words, 0, &cx);
+    let (exits, shared, stops) = go(&words, 0, enc, other);
     alt(vec![
         seq(vec![alt(vec![exits, seq(vec![shared, other_expr.clone()])]), any.clone(), tail.clone()]),
         seq(vec![stops, tail]),
     ])
+}
+
+/// What [`complement_expr_linked`]'s continuations are made of, in `enc`:
+/// the characters outside the printable ASCII ones (`OTHER`), and `Σ*`.
+pub fn complement_other_and_any(enc: Enc) -> (&'static Expr, &'static Expr) {
+    let (_, other_expr, any) = complement_parts(enc);
+    (other_expr, any)
+}
+
+/// The language of [`complement_expr`] as one copy of the trie: each node
+/// leaves to `any_then_tail` (`Σ* tail`) or `other_then_tail` (`OTHER Σ*
+/// tail`), references to inline rules the caller makes from
+/// [`complement_other_and_any`], and stops with `tail` where no word ends. At
+/// the end of a rule the engine builds each of those rules once, so the
+/// automaton is the trie's size, and the expression a third of the three
+/// copies' (an object's undeclared keys were three quarters of a
+/// Kubernetes grammar's expression, which every later pass walks).
+pub fn complement_expr_linked(excluded: &std::collections::BTreeSet<String>, enc: Enc, any_then_tail: &Expr, other_then_tail: &Expr, tail: &Expr) -> Expr {
+    const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
+    struct Cx<'a> {
+        enc: Enc,
+        other: &'a [(u32, u32)],
+        any_then_tail: &'a Expr,
+        other_then_tail: &'a Expr,
+        tail: &'a Expr,
+    }
+    fn go(words: &[Vec<char>], depth: usize, cx: &Cx) -> Expr {
+        let (terminal, runs) = crate::strings::trie_node(words, depth);
+        let mut alts = Vec::with_capacity(runs.len() + 3);
+        let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));
+        if !leave.is_empty() {
+            alts.push(then(single_or_chars(&leave), cx.any_then_tail.clone()));
+        }
+        if runs.iter().all(|&(c, _)| is_simple(c)) {
+            alts.push(cx.other_then_tail.clone());
+        } else {
+            let leave = without_points(cx.other, runs.iter().map(|&(c, _)| c as u32));
+            if !leave.is_empty() {
+                alts.push(then(chars_expr(&leave, cx.enc), cx.any_then_tail.clone()));
+            }
+        }
+        for (c, sub) in runs {
+            alts.push(then(trie_step(c, cx.enc), go(sub, depth + 1, cx)));
+        }
+        if !terminal {
+            alts.push(cx.tail.clone());
+        }
+        branches(alts)
+    }
+    let (other, _, _) = complement_parts(enc);
+    let words: Vec<Vec<char>> = excluded.iter().map(|w| w.chars().collect()).collect();
+    go(&words, 0, &Cx { enc, other, any_then_tail, other_then_tail, tail })
 }
 
 /// One character of a JSON string in canonical form (as `json.dumps`

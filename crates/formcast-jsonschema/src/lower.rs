@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use formcast_grammar::{Expr, RuleId};
 
-use crate::emit::{alt, complement_expr, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
+use crate::emit::{alt, complement_expr, complement_expr_linked, complement_other_and_any, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
 use crate::error::{Result, SchemaError};
 use crate::numbers::{json_integer, json_number, NumLang, NumPiece};
 use crate::re::Re;
@@ -39,6 +39,9 @@ pub struct Lowerer<'b, 'a> {
     depth_warned: bool,
     /// [`crate::SchemaOptions::excludes`] as bytes.
     excludes: Vec<Vec<u8>>,
+    /// The inline rules every key complement ends in, `Σ* "` and
+    /// `OTHER Σ* "` (see [`complement_expr_linked`]), once made.
+    complement_rests: Option<(Expr, Expr)>,
 }
 
 fn limit(pointer: &str, reason: impl Into<String>) -> SchemaError {
@@ -72,6 +75,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             atom_rules: HashMap::default(),
             depth_warned: false,
             excludes,
+            complement_rests: None,
         }
     }
 
@@ -204,8 +208,16 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         }
         if let Some(excluded) = l.excluded_only() {
             let quote = lit("\"");
-            let e = self.avoid(seq(vec![quote.clone(), complement_expr(&excluded, Enc::Json, quote)]));
-            let e = self.share(e, "string")?;
+            let e = if self.excludes.is_empty() {
+                // A rule of its own whatever its size: the continuations
+                // are shared only where they end the rule.
+                let (any_then_tail, other_then_tail) = self.complement_rests()?;
+                let body = seq(vec![quote.clone(), complement_expr_linked(&excluded, Enc::Json, &any_then_tail, &other_then_tail, &quote)]);
+                Expr::Rule(self.em.add("string", body).map_err(|r| limit("", r))?)
+            } else {
+                let e = self.avoid(seq(vec![quote.clone(), complement_expr(&excluded, Enc::Json, quote)]));
+                self.share(e, "string")?
+            };
             self.lang_rules.insert(key, e.clone());
             return Ok(e);
         }
@@ -222,6 +234,22 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         let e = self.string_pieces(pieces, ptr)?;
         self.lang_rules.insert(key, e.clone());
         Ok(e)
+    }
+
+    /// References to the inline rules `Σ* "` and `OTHER Σ* "` that end
+    /// every key complement (made on first use).
+    fn complement_rests(&mut self) -> Result<(Expr, Expr)> {
+        if let Some(r) = &self.complement_rests {
+            return Ok(r.clone());
+        }
+        let (other, any) = complement_other_and_any(Enc::Json);
+        let any_then_tail = self.em.add("string_rest", seq(vec![any.clone(), lit("\"")])).map_err(|r| limit("", r))?;
+        self.em.set_inline(any_then_tail);
+        let other_then_tail = self.em.add("string_rest", seq(vec![other.clone(), Expr::Rule(any_then_tail)])).map_err(|r| limit("", r))?;
+        self.em.set_inline(other_then_tail);
+        let r = (Expr::Rule(any_then_tail), Expr::Rule(other_then_tail));
+        self.complement_rests = Some(r.clone());
+        Ok(r)
     }
 
     /// The rule for a string written as one of `pieces`.
