@@ -493,9 +493,10 @@ pub fn complement_other_and_any(enc: Enc) -> (&'static Expr, &'static Expr) {
 /// tail`), references to inline rules the caller makes from
 /// [`complement_other_and_any`], and stops with `tail` where no word ends. At
 /// the end of a rule the engine builds each of those rules once, so the
-/// automaton is the trie's size, and the expression a third of the three
-/// copies' (an object's undeclared keys were three quarters of a
-/// Kubernetes grammar's expression, which every later pass walks).
+/// automaton is the trie's size. The key complements were three quarters of
+/// a Kubernetes grammar's expression, which every later pass walks; one copy
+/// made them 27% smaller on kb_996 (per node, the characters that leave the
+/// trie are most of the size) and its front-end a third faster.
 pub fn complement_expr_linked(excluded: &std::collections::BTreeSet<String>, enc: Enc, any_then_tail: &Expr, other_then_tail: &Expr, tail: &Expr) -> Expr {
     const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
     struct Cx<'a> {
