@@ -275,10 +275,7 @@ struct NfaBuilder<'a> {
 impl<'a> NfaBuilder<'a> {
     fn new_state(&mut self) -> Result<u32, EngineError> {
         if self.states.len() + self.total_before >= self.max_states {
-            return Err(EngineError::Limit(format!(
-                "grammar too large: more than {} automaton states (large repetition bounds or character classes?)",
-                self.max_states
-            )));
+            return Err(nfa_limit(self.max_states));
         }
         if self.states.len() % 4096 == 0 {
             self.budget.check()?;
@@ -1154,109 +1151,169 @@ fn determinize(
 
 // ------------------------------------------------------------- compile ----
 
+/// One rule's automaton.
+enum RuleBuild {
+    /// Only ever built in place: no automaton of its own.
+    Inert,
+    /// From the rule cache.
+    Cached(Arc<RuleDfa>),
+    Built {
+        dfa: RuleDfa,
+        /// The rule-cache key, when the body may be cached.
+        key: Option<rule_cache::Key>,
+        nfa_states: usize,
+    },
+}
+
 /// A rule's NFA, built and waiting for determinization.
 struct PendingRule {
-    rule: usize,
     nfa: Vec<NState>,
     start: u32,
     accept: u32,
-    /// The rule-cache key, when the body may be cached.
     key: Option<rule_cache::Key>,
 }
 
-/// NFAs held at once before they are determinized (memory: about 120
-/// bytes a state).
+impl PendingRule {
+    fn determinize(self, budget: &Budget, total_dfa: &AtomicUsize, max_dfa: usize) -> Result<RuleBuild, EngineError> {
+        let dfa = determinize(&self.nfa, self.start, self.accept, budget, total_dfa, max_dfa)?;
+        Ok(RuleBuild::Built { dfa, key: self.key, nfa_states: self.nfa.len() })
+    }
+}
+
+/// Grammar weight (see [`called_rules`]) from which the rules are
+/// determinized on rayon's pool while the calling thread goes on building
+/// NFAs: below, waking the pool costs more than it saves. W2's schema
+/// weighs 1,189 (790 DFA states, half a millisecond), W5's 2,066 (3,500),
+/// W3's 6,621.
+const PARALLEL_MIN_WEIGHT: usize = 1_500;
+
+/// NFA states handed to the pool and not yet determinized (memory: about
+/// 120 bytes a state); past it, the calling thread determinizes itself.
 const PENDING_MAX_NFA: usize = 200_000;
 
-/// NFA states from which the rules are determinized on several threads:
-/// below, waking the pool costs more than it saves.
-const PARALLEL_MIN_NFA: usize = 3_000;
+fn nfa_limit(max: usize) -> EngineError {
+    EngineError::Limit(format!("grammar too large: more than {max} automaton states (large repetition bounds or character classes?)"))
+}
 
-/// Determinizes the pending rules (on rayon's pool when there is enough
-/// work: rules are independent once their NFAs are built, and a large
-/// schema's compile is mostly this).
-fn determinize_pending(
-    pending: &mut Vec<PendingRule>,
-    dfas: &mut [Option<Arc<RuleDfa>>],
-    to_store: &mut Vec<(usize, rule_cache::Key, usize)>,
+/// The grammar-wide state of the NFA builds: token sets of
+/// any-token-except edges (numbered for the whole grammar) and the NFA
+/// states so far (for the limit).
+#[derive(Default)]
+struct NfaTotals {
+    except_sets: Vec<Vec<TokenId>>,
+    except_index: FxHashMap<Vec<TokenId>, u32>,
+    states: usize,
+}
+
+/// Rule `i`'s automaton from the rule cache, or its NFA. `total_dfa`
+/// counts the grammar's DFA states so far, for the limit.
+fn prepare_rule(
+    grammar: &Grammar,
+    i: usize,
+    called: &[bool],
+    limits: &AutomatonLimits,
     budget: &Budget,
+    totals: &mut NfaTotals,
     total_dfa: &AtomicUsize,
-    max_dfa: usize,
-) -> Result<(), EngineError> {
-    use rayon::prelude::*;
-    let run = |p: &PendingRule| determinize(&p.nfa, p.start, p.accept, budget, total_dfa, max_dfa);
-    let work: usize = pending.iter().map(|p| p.nfa.len()).sum();
-    let results: Vec<Result<RuleDfa, EngineError>> =
-        if work >= PARALLEL_MIN_NFA && pending.len() > 1 { pending.par_iter().map(run).collect() } else { pending.iter().map(run).collect() };
-    for (p, dfa) in pending.drain(..).zip(results) {
-        let dfa = Arc::new(dfa?);
-        match p.key {
-            // Stored once trimmed (see `Key::self_contained`).
-            Some(key) if key.self_contained() => to_store.push((p.rule, key, p.nfa.len())),
-            Some(key) => rule_cache::store(key, dfa.clone(), p.nfa.len()),
-            None => {}
-        }
-        dfas[p.rule] = Some(dfa);
+) -> Result<Result<RuleBuild, PendingRule>, EngineError> {
+    let rule = &grammar.rules[i];
+    if rule.inline && !called[i] {
+        return Ok(Ok(RuleBuild::Inert));
     }
-    Ok(())
+    let cached = rule_cache::lookup(&rule.body, &grammar.rules);
+    if let Some(dfa) = cached.dfa {
+        count_dfa_states(total_dfa, dfa.accepting.len(), limits.max_dfa_states)?;
+        return Ok(Ok(RuleBuild::Cached(dfa)));
+    }
+    let mut b = NfaBuilder {
+        states: Vec::new(),
+        except_sets: &mut totals.except_sets,
+        except_index: &mut totals.except_index,
+        budget,
+        max_states: limits.max_nfa_states,
+        total_before: totals.states,
+        rules: &grammar.rules,
+        inline: None,
+        tail_to: u32::MAX,
+        tail_entry: FxHashMap::default(),
+    };
+    let start = b.new_state()?;
+    let accept = b.new_state()?;
+    b.tail_to = accept;
+    b.build(&rule.body, start, accept, 0)?;
+    let nfa = std::mem::take(&mut b.states);
+    totals.states += nfa.len();
+    Ok(Err(PendingRule { nfa, start, accept, key: cached.key }))
 }
 
 /// Builds the automaton of a grammar.
+///
+/// The calling thread looks each rule up in the rule cache and builds the
+/// NFAs (the grammar it reads was just written by the front-end on this
+/// thread, so it is in this core's caches); a large grammar's rules are
+/// determinized on rayon's pool as their NFAs come, the rules being
+/// independent by then. (Profilers that follow only the calling thread,
+/// such as callgrind with `--toggle-collect`, then miss the
+/// determinization.)
 pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Budget) -> Result<Automaton, EngineError> {
     let n_rules = grammar.rules.len();
     if n_rules == 0 {
         return Err(EngineError::Grammar("grammar has no rules".into()));
     }
-    let mut except_sets = Vec::new();
-    let mut except_index = FxHashMap::default();
-    let called = called_rules(grammar)?;
-    let mut dfas: Vec<Option<Arc<RuleDfa>>> = vec![None; n_rules];
+    let (called, weight) = called_rules(grammar)?;
+    let parallel = weight >= PARALLEL_MIN_WEIGHT;
+    let mut totals = NfaTotals::default();
+    let total_dfa = AtomicUsize::new(0);
+    let in_flight = AtomicUsize::new(0);
+    let max_dfa = limits.max_dfa_states;
+    // Per rule, once known; after an error the later rules stay unset.
+    let built: Vec<OnceLock<Result<RuleBuild, EngineError>>> = (0..n_rules).map(|_| OnceLock::new()).collect();
+    rayon::in_place_scope(|scope| {
+        for (i, slot) in built.iter().enumerate() {
+            let pending = match prepare_rule(grammar, i, &called, limits, budget, &mut totals, &total_dfa) {
+                Ok(Ok(done)) => {
+                    let _ = slot.set(Ok(done));
+                    continue;
+                }
+                Ok(Err(pending)) => pending,
+                Err(e) => {
+                    let _ = slot.set(Err(e));
+                    break;
+                }
+            };
+            let size = pending.nfa.len();
+            if parallel && in_flight.load(Ordering::Relaxed) + size <= PENDING_MAX_NFA {
+                in_flight.fetch_add(size, Ordering::Relaxed);
+                let (in_flight, total_dfa) = (&in_flight, &total_dfa);
+                scope.spawn(move |_| {
+                    let _ = slot.set(pending.determinize(budget, total_dfa, max_dfa));
+                    in_flight.fetch_sub(size, Ordering::Relaxed);
+                });
+            } else {
+                let _ = slot.set(pending.determinize(budget, &total_dfa, max_dfa));
+            }
+        }
+    });
+    let mut dfas: Vec<Arc<RuleDfa>> = Vec::with_capacity(n_rules);
     // Rules to put in the rule cache once trimmed: (rule, key, NFA states).
     let mut to_store: Vec<(usize, rule_cache::Key, usize)> = Vec::new();
-    let mut total_nfa = 0usize;
-    let total_dfa = AtomicUsize::new(0);
-    // NFAs built and waiting for determinization, and their total size.
-    let mut pending: Vec<PendingRule> = Vec::new();
-    let mut pending_nfa = 0usize;
-    for (i, rule) in grammar.rules.iter().enumerate() {
-        if rule.inline && !called[i] {
-            // Only ever built in place: no automaton of its own.
-            dfas[i] = Some(Arc::new(RuleDfa::inert()));
-            continue;
-        }
-        let cached = rule_cache::lookup(&rule.body, &grammar.rules);
-        if let Some(dfa) = cached.dfa {
-            count_dfa_states(&total_dfa, dfa.accepting.len(), limits.max_dfa_states)?;
-            dfas[i] = Some(dfa);
-            continue;
-        }
-        let mut b = NfaBuilder {
-            states: Vec::new(),
-            except_sets: &mut except_sets,
-            except_index: &mut except_index,
-            budget,
-            max_states: limits.max_nfa_states,
-            total_before: total_nfa,
-            rules: &grammar.rules,
-            inline: None,
-            tail_to: u32::MAX,
-            tail_entry: FxHashMap::default(),
+    for (i, slot) in built.into_iter().enumerate() {
+        let dfa = match slot.into_inner().expect("rules after an error are not reached")? {
+            RuleBuild::Inert => Arc::new(RuleDfa::inert()),
+            RuleBuild::Cached(dfa) => dfa,
+            RuleBuild::Built { dfa, key, nfa_states } => {
+                let dfa = Arc::new(dfa);
+                match key {
+                    // Stored once trimmed (see `Key::self_contained`).
+                    Some(key) if key.self_contained() => to_store.push((i, key, nfa_states)),
+                    Some(key) => rule_cache::store(key, dfa.clone(), nfa_states),
+                    None => {}
+                }
+                dfa
+            }
         };
-        let start = b.new_state()?;
-        let accept = b.new_state()?;
-        b.tail_to = accept;
-        b.build(&rule.body, start, accept, 0)?;
-        let nfa = std::mem::take(&mut b.states);
-        total_nfa += nfa.len();
-        pending_nfa += nfa.len();
-        pending.push(PendingRule { rule: i, nfa, start, accept, key: cached.key });
-        if pending_nfa >= PENDING_MAX_NFA {
-            determinize_pending(&mut pending, &mut dfas, &mut to_store, budget, &total_dfa, limits.max_dfa_states)?;
-            pending_nfa = 0;
-        }
+        dfas.push(dfa);
     }
-    determinize_pending(&mut pending, &mut dfas, &mut to_store, budget, &total_dfa, limits.max_dfa_states)?;
-    let dfas: Vec<Arc<RuleDfa>> = dfas.into_iter().map(|d| d.expect("every rule has an automaton")).collect();
     let (mut dfas, live_rule) = trim(dfas, n_rules);
     for (i, key, nfa_states) in to_store {
         if live_rule[i] {
@@ -1281,29 +1338,33 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             grammar.rules[grammar.root as usize].name
         )));
     }
-    Ok(assemble(grammar, dfas, except_sets))
+    Ok(assemble(grammar, dfas, totals.except_sets))
 }
 
 /// Rules that need an automaton of their own: every rule but the inline
-/// ones referenced only as a last step (those are built in place).
-fn called_rules(grammar: &Grammar) -> Result<Vec<bool>, EngineError> {
+/// ones referenced only as a last step (those are built in place); and the
+/// grammar's weight, its expression nodes and literal bytes (what decides
+/// whether the rules are built on several threads).
+fn called_rules(grammar: &Grammar) -> Result<(Vec<bool>, usize), EngineError> {
     /// Notes the rules `e` calls; an undefined rule id is returned (the same
     /// walk checks the references, which used to take a pass of its own).
-    fn note(e: &Expr, tail: bool, rules: &[Rule], out: &mut [bool]) -> Result<(), RuleId> {
+    fn note(e: &Expr, tail: bool, rules: &[Rule], out: &mut [bool], weight: &mut usize) -> Result<(), RuleId> {
+        *weight += 1;
         match e {
             Expr::Rule(r) => match out.get_mut(*r as usize) {
                 Some(x) => *x |= !(tail && rules[*r as usize].inline),
                 None => return Err(*r),
             },
+            Expr::Bytes(b) => *weight += b.len(),
             Expr::Seq(v) => {
                 for (k, x) in v.iter().enumerate() {
-                    note(x, tail && k + 1 == v.len(), rules, out)?;
+                    note(x, tail && k + 1 == v.len(), rules, out, weight)?;
                 }
             }
-            Expr::Alt(v) => v.iter().try_for_each(|x| note(x, tail, rules, out))?,
-            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out)?,
-            Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out))?,
-            Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out))?,
+            Expr::Alt(v) => v.iter().try_for_each(|x| note(x, tail, rules, out, weight))?,
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out, weight)?,
+            Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out, weight))?,
+            Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out, weight))?,
             _ => {}
         }
         Ok(())
@@ -1312,11 +1373,12 @@ fn called_rules(grammar: &Grammar) -> Result<Vec<bool>, EngineError> {
     if let Some(x) = out.get_mut(grammar.root as usize) {
         *x = true;
     }
+    let mut weight = 0;
     for r in &grammar.rules {
-        note(&r.body, true, &grammar.rules, &mut out)
+        note(&r.body, true, &grammar.rules, &mut out, &mut weight)
             .map_err(|id| EngineError::Grammar(format!("rule '{}' references undefined rule id {id}", r.name)))?;
     }
-    Ok(out)
+    Ok((out, weight))
 }
 
 fn has_avoiding(e: &Expr) -> bool {

@@ -127,6 +127,30 @@ fn token_level_elements() {
 }
 
 #[test]
+fn token_sets_of_separate_rules_keep_their_own_tokens() {
+    // root ::= first second ; first ::= <tok 8> any-token-but-{0,1} ;
+    // second ::= any-token-but-{0,2} any-token-but-{0,1}. The rules'
+    // automata are built apart and share one table of token sets: `second`'s
+    // {0,2} must not be read as `first`'s {0,1}, and its {1,0} is that set.
+    let v = vocab(TOKS, &[0, 8], &[0]);
+    let g = rules(vec![
+        ("root", Expr::Seq(vec![Expr::Rule(1), Expr::Rule(2)])),
+        ("first", Expr::Seq(vec![Expr::Token(8), Expr::AnyTokenExcept(vec![0, 1])])),
+        ("second", Expr::Seq(vec![Expr::AnyTokenExcept(vec![0, 2]), Expr::AnyTokenExcept(vec![1, 0])])),
+    ]);
+    let cg = compile(&g, &v);
+    assert_eq!(cg.automaton.except_sets.len(), 2, "{{0,1}} is one set grammar-wide");
+    let all_but = |x: &[u32]| (0..TOKS.len() as u32).filter(|t| !x.contains(t)).collect::<Vec<_>>();
+    let mut m = Matcher::new(cg, false, None).unwrap();
+    assert!(m.accept_token(8).unwrap());
+    assert_eq!(allowed(&mut m), all_but(&[0, 1]));
+    assert!(m.accept_token(6).unwrap());
+    assert_eq!(allowed(&mut m), all_but(&[0, 2]));
+    assert!(m.accept_token(1).unwrap());
+    assert_eq!(allowed(&mut m), all_but(&[0, 1]));
+}
+
+#[test]
 fn jump_forward_is_forced_text() {
     let v = vocab(TOKS, &[0], &[0]);
     let g = rules(vec![(
