@@ -172,6 +172,48 @@ impl Expr {
         }
     }
 
+    /// Hashes `self` into `h` (consistently with `==`: equal expressions
+    /// hash alike) and appends the rules it references to `refs`, in one
+    /// walk: [`Grammar::merge_duplicate_rules`] needs both of every body.
+    fn hash_and_refs<H: std::hash::Hasher>(&self, h: &mut H, refs: &mut Vec<RuleId>) {
+        use std::hash::Hash;
+        std::mem::discriminant(self).hash(h);
+        match self {
+            Expr::Rule(r) => {
+                r.hash(h);
+                refs.push(*r);
+            }
+            Expr::Seq(v) | Expr::Alt(v) => {
+                v.len().hash(h);
+                v.iter().for_each(|x| x.hash_and_refs(h, refs));
+            }
+            Expr::Repeat { expr, min, max } => {
+                (min, max).hash(h);
+                expr.hash_and_refs(h, refs);
+            }
+            Expr::Avoiding { expr, excludes } => {
+                excludes.hash(h);
+                expr.hash_and_refs(h, refs);
+            }
+            Expr::TokenDispatch { cases, excludes, repeat } => {
+                (excludes, repeat, cases.len()).hash(h);
+                for (t, x) in cases {
+                    t.hash(h);
+                    x.hash_and_refs(h, refs);
+                }
+            }
+            Expr::TextDispatch { cases, excludes, repeat } => {
+                (excludes, repeat, cases.len()).hash(h);
+                for (t, x) in cases {
+                    t.hash(h);
+                    x.hash_and_refs(h, refs);
+                }
+            }
+            // Leaves: no references.
+            leaf => leaf.hash(h),
+        }
+    }
+
     /// The rules `self` references, in order (with repeats).
     pub fn rule_refs(&self, out: &mut Vec<RuleId>) {
         match self {
@@ -195,19 +237,23 @@ impl Grammar {
     pub fn merge_duplicate_rules(&mut self) {
         use std::hash::{Hash, Hasher};
         let n = self.rules.len();
-        let hash = |r: &Rule| {
+        // A rule's hash and references, in one walk of its body.
+        let digest = |r: &Rule, refs: &mut Vec<RuleId>| {
             let mut h = rustc_hash::FxHasher::default();
-            r.body.hash(&mut h);
+            r.body.hash_and_refs(&mut h, refs);
             r.inline.hash(&mut h);
             h.finish()
         };
+        // The hash of each rule's current body, until a merge rewrites it.
+        let mut body_hash: Vec<Option<u64>> = Vec::with_capacity(n);
         let mut referrers: Vec<Vec<RuleId>> = vec![Vec::new(); n];
+        let mut refs = Vec::new();
         for (q, rule) in self.rules.iter().enumerate() {
-            let mut refs = Vec::new();
-            rule.body.rule_refs(&mut refs);
+            refs.clear();
+            body_hash.push(Some(digest(rule, &mut refs)));
             refs.sort_unstable();
             refs.dedup();
-            for r in refs {
+            for &r in &refs {
                 if let Some(v) = referrers.get_mut(r as usize) {
                     v.push(q as RuleId);
                 }
@@ -223,7 +269,15 @@ impl Grammar {
             if rep[ru] != r || hashed[ru].is_some() {
                 continue;
             }
-            let h = hash(&self.rules[ru]);
+            let h = match body_hash[ru] {
+                Some(h) => h,
+                None => {
+                    refs.clear();
+                    let h = digest(&self.rules[ru], &mut refs);
+                    body_hash[ru] = Some(h);
+                    h
+                }
+            };
             let bucket = buckets.entry(h).or_default();
             let twin = bucket.iter().copied().find(|&o| self.rules[o as usize].body == self.rules[ru].body && self.rules[o as usize].inline == self.rules[ru].inline);
             let Some(to) = twin else {
@@ -243,6 +297,7 @@ impl Grammar {
                     }
                 }
                 self.rules[qu].body.remap_rules(&rep);
+                body_hash[qu] = None;
                 referrers[to as usize].push(q);
                 todo.push_back(q);
             }

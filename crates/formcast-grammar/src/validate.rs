@@ -21,10 +21,17 @@ pub fn validate(grammar: &Grammar) -> Result<(), GrammarError> {
     if grammar.root as usize >= n {
         return Err(GrammarError::MissingRoot(format!("#{}", grammar.root)));
     }
+    // Each rule's references, collected by the structural walk (a large
+    // grammar's expression is walked once less).
+    let mut refs: Vec<Vec<usize>> = Vec::with_capacity(n);
     for rule in &grammar.rules {
-        check_structure(&rule.name, &rule.body, n)?;
+        let mut r = Vec::new();
+        check_structure(&rule.name, &rule.body, n, &mut r)?;
+        r.sort_unstable();
+        r.dedup();
+        refs.push(r);
     }
-    let productive = productive_rules(grammar);
+    let productive = productive_rules(grammar, &refs);
     if !productive[grammar.root as usize] {
         return Err(GrammarError::EmptyLanguage(explain_empty(grammar, &productive)));
     }
@@ -32,8 +39,8 @@ pub fn validate(grammar: &Grammar) -> Result<(), GrammarError> {
 }
 
 /// Structural checks, done with an explicit stack because the depth is not
-/// known to be bounded yet.
-fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), GrammarError> {
+/// known to be bounded yet; the rule ids referenced go to `refs`.
+fn check_structure(name: &str, body: &Expr, n_rules: usize, refs: &mut Vec<usize>) -> Result<(), GrammarError> {
     let invalid = |what: String| GrammarError::Invalid(format!("rule '{name}' {what}"));
     let mut stack = vec![(body, 1usize)];
     while let Some((e, depth)) = stack.pop() {
@@ -62,6 +69,7 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize) -> Result<(), Gramma
                         "references rule #{id}, but the grammar has only {n_rules} rules"
                     )));
                 }
+                refs.push(*id as usize);
             }
             Expr::Chars(ranges) => {
                 let mut prev: Option<u32> = None;
@@ -170,15 +178,13 @@ fn references(e: &Expr, out: &mut Vec<usize>) {
 }
 
 /// The rules that derive at least one finite string (least fixpoint, with a
-/// worklist so that long chains of rules stay linear).
-fn productive_rules(grammar: &Grammar) -> Vec<bool> {
+/// worklist so that long chains of rules stay linear), given each rule's
+/// references.
+fn productive_rules(grammar: &Grammar, refs: &[Vec<usize>]) -> Vec<bool> {
     let n = grammar.rules.len();
     let mut users: Vec<Vec<usize>> = vec![Vec::new(); n];
-    let mut refs = Vec::new();
-    for (i, rule) in grammar.rules.iter().enumerate() {
-        refs.clear();
-        references(&rule.body, &mut refs);
-        for &r in &refs {
+    for (i, rs) in refs.iter().enumerate() {
+        for &r in rs {
             users[r].push(i);
         }
     }
