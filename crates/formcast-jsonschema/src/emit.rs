@@ -424,6 +424,28 @@ fn trie_step(c: char, enc: Enc) -> Expr {
     }
 }
 
+/// Where a trie node with children `runs` is left for good: the printable
+/// ASCII characters (no `"` or `\`) that continue no word, and, when some
+/// child starts with another character, the other characters that continue
+/// none; and whether every other character leaves (no child starts with
+/// one), which the callers spell once for the whole trie.
+fn trie_exits(runs: &[(char, &[Vec<char>])], enc: Enc, other: &[(u32, u32)]) -> (Vec<Expr>, bool) {
+    let children = || runs.iter().map(|&(c, _)| c as u32);
+    let mut exits = Vec::with_capacity(2);
+    let leave = without_points(&crate::strings::SIMPLE_CHARS, children());
+    if !leave.is_empty() {
+        exits.push(single_or_chars(&leave));
+    }
+    let simple_children = runs.iter().all(|&(c, _)| is_simple(c));
+    if !simple_children {
+        let leave = without_points(other, children());
+        if !leave.is_empty() {
+            exits.push(chars_expr(&leave, enc));
+        }
+    }
+    (exits, simple_children)
+}
+
 /// Any string except the words of `excluded`, written in `enc`, then
 /// `tail`: the language of [`crate::strings::complement_of_set`], built
 /// straight from the words' trie. (An object's undeclared keys are this
@@ -440,24 +462,13 @@ fn trie_step(c: char, enc: Enc) -> Expr {
 /// every rule reference in place, so it cannot share continuations through
 /// rules the way [`complement_expr_linked`] does.
 pub fn complement_expr(excluded: &std::collections::BTreeSet<String>, enc: Enc, tail: Expr) -> Expr {
-    const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
     // (exits, shared prefixes, stops) below a node (see `trie_node`).
     fn go(words: &[Vec<char>], depth: usize, enc: Enc, other: &[(u32, u32)]) -> (Expr, Expr, Expr) {
         let (terminal, runs) = crate::strings::trie_node(words, depth);
-        let simple_children = runs.iter().all(|&(c, _)| is_simple(c));
-        let mut exits = Vec::with_capacity(runs.len() + 2);
-        let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));
-        if !leave.is_empty() {
-            exits.push(single_or_chars(&leave));
-        }
+        let (mut exits, simple_children) = trie_exits(&runs, enc, other);
         let mut shared = Vec::with_capacity(runs.len() + 1);
         if simple_children {
             shared.push(Expr::Empty);
-        } else {
-            let leave = without_points(other, runs.iter().map(|&(c, _)| c as u32));
-            if !leave.is_empty() {
-                exits.push(chars_expr(&leave, enc));
-            }
         }
         let mut stops = Vec::with_capacity(runs.len() + 1);
         if !terminal {
@@ -498,7 +509,6 @@ pub fn complement_other_and_any(enc: Enc) -> (&'static Expr, &'static Expr) {
 /// made them 27% smaller on kb_996 (per node, the characters that leave the
 /// trie are most of the size) and its front-end a third faster.
 pub fn complement_expr_linked(excluded: &std::collections::BTreeSet<String>, enc: Enc, any_then_tail: &Expr, other_then_tail: &Expr, tail: &Expr) -> Expr {
-    const SIMPLE: [(u32, u32); 3] = crate::strings::SIMPLE_CHARS;
     struct Cx<'a> {
         enc: Enc,
         other: &'a [(u32, u32)],
@@ -508,18 +518,10 @@ pub fn complement_expr_linked(excluded: &std::collections::BTreeSet<String>, enc
     }
     fn go(words: &[Vec<char>], depth: usize, cx: &Cx) -> Expr {
         let (terminal, runs) = crate::strings::trie_node(words, depth);
-        let mut alts = Vec::with_capacity(runs.len() + 3);
-        let leave = without_points(&SIMPLE, runs.iter().map(|&(c, _)| c as u32));
-        if !leave.is_empty() {
-            alts.push(then(single_or_chars(&leave), cx.any_then_tail.clone()));
-        }
-        if runs.iter().all(|&(c, _)| is_simple(c)) {
+        let (exits, simple_children) = trie_exits(&runs, cx.enc, cx.other);
+        let mut alts: Vec<Expr> = exits.into_iter().map(|e| then(e, cx.any_then_tail.clone())).collect();
+        if simple_children {
             alts.push(cx.other_then_tail.clone());
-        } else {
-            let leave = without_points(cx.other, runs.iter().map(|&(c, _)| c as u32));
-            if !leave.is_empty() {
-                alts.push(then(chars_expr(&leave, cx.enc), cx.any_then_tail.clone()));
-            }
         }
         for (c, sub) in runs {
             alts.push(then(trie_step(c, cx.enc), go(sub, depth + 1, cx)));
