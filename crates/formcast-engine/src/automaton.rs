@@ -1205,6 +1205,13 @@ struct NfaTotals {
     states: usize,
 }
 
+/// What the calling thread makes of a rule: its automaton, or its NFA to
+/// determinize.
+enum Prepared {
+    Done(RuleBuild),
+    Nfa(PendingRule),
+}
+
 /// Rule `i`'s automaton from the rule cache, or its NFA. `total_dfa`
 /// counts the grammar's DFA states so far, for the limit.
 fn prepare_rule(
@@ -1215,15 +1222,15 @@ fn prepare_rule(
     budget: &Budget,
     totals: &mut NfaTotals,
     total_dfa: &AtomicUsize,
-) -> Result<Result<RuleBuild, PendingRule>, EngineError> {
+) -> Result<Prepared, EngineError> {
     let rule = &grammar.rules[i];
     if rule.inline && !called[i] {
-        return Ok(Ok(RuleBuild::Inert));
+        return Ok(Prepared::Done(RuleBuild::Inert));
     }
     let cached = rule_cache::lookup(&rule.body, &grammar.rules);
     if let Some(dfa) = cached.dfa {
         count_dfa_states(total_dfa, dfa.accepting.len(), limits.max_dfa_states)?;
-        return Ok(Ok(RuleBuild::Cached(dfa)));
+        return Ok(Prepared::Done(RuleBuild::Cached(dfa)));
     }
     let mut b = NfaBuilder {
         states: Vec::new(),
@@ -1243,7 +1250,7 @@ fn prepare_rule(
     b.build(&rule.body, start, accept, 0)?;
     let nfa = std::mem::take(&mut b.states);
     totals.states += nfa.len();
-    Ok(Err(PendingRule { nfa, start, accept, key: cached.key }))
+    Ok(Prepared::Nfa(PendingRule { nfa, start, accept, key: cached.key }))
 }
 
 /// Builds the automaton of a grammar.
@@ -1271,11 +1278,11 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
     rayon::in_place_scope(|scope| {
         for (i, slot) in built.iter().enumerate() {
             let pending = match prepare_rule(grammar, i, &called, limits, budget, &mut totals, &total_dfa) {
-                Ok(Ok(done)) => {
+                Ok(Prepared::Done(done)) => {
                     let _ = slot.set(Ok(done));
                     continue;
                 }
-                Ok(Err(pending)) => pending,
+                Ok(Prepared::Nfa(pending)) => pending,
                 Err(e) => {
                     let _ = slot.set(Err(e));
                     break;
