@@ -33,7 +33,7 @@ pub fn validate(grammar: &Grammar) -> Result<(), GrammarError> {
     }
     let productive = productive_rules(grammar, &refs);
     if !productive[grammar.root as usize] {
-        return Err(GrammarError::EmptyLanguage(explain_empty(grammar, &productive)));
+        return Err(GrammarError::EmptyLanguage(explain_empty(grammar, &productive, &refs)));
     }
     Ok(())
 }
@@ -159,24 +159,6 @@ fn derives(e: &Expr, rule_ok: &dyn Fn(usize) -> bool) -> bool {
     }
 }
 
-/// Rule ids referenced anywhere in `e`.
-fn references(e: &Expr, out: &mut Vec<usize>) {
-    let mut stack = vec![e];
-    while let Some(e) = stack.pop() {
-        match e {
-            Expr::Rule(id) => out.push(*id as usize),
-            Expr::Seq(items) | Expr::Alt(items) => stack.extend(items),
-            Expr::Repeat { expr, .. } => stack.push(expr),
-            Expr::TokenDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
-            Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| e)),
-            Expr::Avoiding { expr, .. } => stack.push(expr),
-            _ => {}
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-}
-
 /// The rules that derive at least one finite string (least fixpoint, with a
 /// worklist so that long chains of rules stay linear), given each rule's
 /// references.
@@ -219,7 +201,8 @@ fn quote_list(names: &[&str]) -> String {
 
 /// Explains why the root derives nothing: either some rule it needs requires
 /// an empty set (a dead end), or rules it needs only ever recurse (a cycle).
-fn explain_empty(grammar: &Grammar, productive: &[bool]) -> String {
+/// `refs`: each rule's references, sorted.
+fn explain_empty(grammar: &Grammar, productive: &[bool], refs: &[Vec<usize>]) -> String {
     let root = grammar.root as usize;
     let n = grammar.rules.len();
     // Unproductive rules reachable from the root through unproductive rules,
@@ -232,9 +215,7 @@ fn explain_empty(grammar: &Grammar, productive: &[bool]) -> String {
     while i < order.len() {
         let r = order[i];
         i += 1;
-        let mut refs = Vec::new();
-        references(&grammar.rules[r].body, &mut refs);
-        for t in refs.into_iter().filter(|&t| !productive[t]) {
+        for &t in refs[r].iter().filter(|&&t| !productive[t]) {
             edges[r].push(t);
             if !in_set[t] {
                 in_set[t] = true;
