@@ -21,31 +21,32 @@ pub(crate) use errors::{guard, to_py};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-/// `mi_option_purge_delay` in mimalloc.h's `mi_option_e` (the Rust bindings
-/// predate it).
-const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+/// `mi_option_allow_thp` in mimalloc.h's `mi_option_e` (the Rust bindings
+/// predate it), and mimalloc's own default for it: a different value at
+/// that index means another mimalloc whose options are numbered otherwise,
+/// left alone.
+const MI_OPTION_ALLOW_THP: libmimalloc_sys::mi_option_t = 43;
+const MIMALLOC_DEFAULT_ALLOW_THP: std::os::raw::c_long = 1;
 
-/// How long memory freed by one compile stays mapped for the next. By
-/// default mimalloc hands freed pages back to the OS after a second, and the
-/// next compile touches them afresh: a first compile a second after loading
-/// the tokenizer took 300–400 page faults, about 2 ms of W3's 4 on this
-/// machine's VM. An idle process still gives the memory back, 10 s later.
-/// `MIMALLOC_PURGE_DELAY` in the environment wins.
-const PURGE_DELAY_MS: std::os::raw::c_long = 10_000;
-
-/// mimalloc's own default for the option: a different value at that index
-/// means another mimalloc whose options are numbered otherwise, left alone.
-const MIMALLOC_DEFAULT_PURGE_DELAY_MS: std::os::raw::c_long = 1_000;
-
+/// No transparent huge pages for the engine's heap. mimalloc asks for them
+/// with MADV_HUGEPAGE, and where the kernel honours that only on request
+/// (`enabled=madvise`, `defrag=madvise`, Debian's default) the first touch
+/// of every 2 MiB region zeroes all of it and may compact memory on the
+/// spot, in the middle of a compile. Compiled grammars are kept (the
+/// compiler's cache), so a server's heap grows from one new schema to the
+/// next and met such faults on almost every compile: over the first 560
+/// maskbench schemas, compile plus first mask took 884 ms with them and 379
+/// ms without (RSS 446 and 389 MB). `MIMALLOC_ALLOW_THP` in the environment
+/// wins.
 fn tune_allocator() {
-    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_some() {
+    if std::env::var_os("MIMALLOC_ALLOW_THP").is_some() {
         return;
     }
     // SAFETY: reads and sets one integer option; mimalloc reads it when it
-    // next schedules a purge.
+    // next maps memory.
     unsafe {
-        if libmimalloc_sys::mi_option_get(MI_OPTION_PURGE_DELAY) == MIMALLOC_DEFAULT_PURGE_DELAY_MS {
-            libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS);
+        if libmimalloc_sys::mi_option_get(MI_OPTION_ALLOW_THP) == MIMALLOC_DEFAULT_ALLOW_THP {
+            libmimalloc_sys::mi_option_set(MI_OPTION_ALLOW_THP, 0);
         }
     }
 }
