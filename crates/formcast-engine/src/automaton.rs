@@ -59,6 +59,108 @@ pub mod flags {
     pub const TICKS: u8 = 16;
 }
 
+/// The targets of a transition table, one row of `n` classes per state:
+/// 16-bit wherever every target fits (nearly every grammar), else 32-bit.
+/// The table is most of a compiled grammar's memory, and on a VM every
+/// fresh page a compile keeps costs a fault (about 3 µs for 4 KiB here):
+/// half the table, a fifth fewer faults for a mid-size schema.
+#[derive(Debug, Clone)]
+enum Targets {
+    Short(Vec<u16>),
+    Long(Vec<u32>),
+}
+
+/// [`DEAD`] in a [`Targets::Short`] table.
+const SHORT_DEAD: u16 = u16::MAX;
+
+#[inline(always)]
+fn widen(t: u16) -> StateId {
+    if t == SHORT_DEAD {
+        DEAD
+    } else {
+        t as StateId
+    }
+}
+
+impl Targets {
+    /// `rows × n` dead entries, for targets below `n_targets`.
+    fn dead(rows: usize, n: usize, n_targets: usize) -> Targets {
+        if n_targets < SHORT_DEAD as usize {
+            Targets::Short(vec![SHORT_DEAD; rows * n])
+        } else {
+            Targets::Long(vec![DEAD; rows * n])
+        }
+    }
+
+    #[inline(always)]
+    fn get(&self, i: usize) -> StateId {
+        match self {
+            Targets::Short(t) => widen(t[i]),
+            Targets::Long(t) => t[i],
+        }
+    }
+
+    /// Row `r` of a table with `n` classes.
+    fn row(&self, r: usize, n: usize) -> Row<'_> {
+        match self {
+            Targets::Short(t) => Row::Short(&t[r * n..(r + 1) * n]),
+            Targets::Long(t) => Row::Long(&t[r * n..(r + 1) * n]),
+        }
+    }
+
+    /// Writes the byte edges `es` (ranges on class boundaries of
+    /// `class_of`) into row `r` by class, `offset` added to each target.
+    fn fill_row(&mut self, r: usize, n: usize, class_of: &[u8; 256], es: &[(u8, u8, u32)], offset: StateId) {
+        for &(lo, hi, t) in es {
+            let span = r * n + class_of[lo as usize] as usize..=r * n + class_of[hi as usize] as usize;
+            match self {
+                Targets::Short(v) => v[span].fill((offset + t) as u16),
+                Targets::Long(v) => v[span].fill(offset + t),
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Targets::Short(t) => t.len() * 2,
+            Targets::Long(t) => t.len() * 4,
+        }
+    }
+}
+
+/// One state's targets by class of its table ([`Automaton::moves`]).
+#[derive(Debug, Clone, Copy)]
+pub enum Row<'a> {
+    Short(&'a [u16]),
+    Long(&'a [u32]),
+}
+
+impl<'a> Row<'a> {
+    pub fn len(self) -> usize {
+        match self {
+            Row::Short(t) => t.len(),
+            Row::Long(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(self) -> bool {
+        self.len() == 0
+    }
+
+    #[inline(always)]
+    pub fn get(self, i: usize) -> StateId {
+        match self {
+            Row::Short(t) => widen(t[i]),
+            Row::Long(t) => t[i],
+        }
+    }
+
+    /// The targets, class by class ([`DEAD`] for none).
+    pub fn iter(self) -> impl Iterator<Item = StateId> + 'a {
+        (0..self.len()).map(move |i| self.get(i))
+    }
+}
+
 /// The byte moves of one rule's states in a table of its own, over the
 /// rule's own byte classes, with rule-local targets.
 #[derive(Debug)]
@@ -67,15 +169,16 @@ pub struct NarrowTable {
     n_classes: usize,
     /// The first byte of every class.
     class_rep: Vec<u8>,
-    trans: Vec<u32>,
+    trans: Targets,
 }
 
 impl NarrowTable {
     /// The table of `d` over its classes (`byte_classes` of `d` alone).
     fn of(d: &RuleDfa, (class_of, n_classes): ([u8; 256], usize)) -> NarrowTable {
-        let mut trans = vec![DEAD; d.accepting.len() * n_classes];
-        for (row, es) in trans.chunks_exact_mut(n_classes).zip(&d.byte_trans) {
-            fill_row(row, &class_of, es, 0);
+        let n = d.accepting.len();
+        let mut trans = Targets::dead(n, n_classes, n);
+        for (r, es) in d.byte_trans.iter().enumerate() {
+            trans.fill_row(r, n_classes, &class_of, es, 0);
         }
         NarrowTable { class_of, n_classes, class_rep: class_reps(&class_of), trans }
     }
@@ -103,7 +206,7 @@ pub struct Automaton {
     /// The first byte of every class.
     pub class_rep: Vec<u8>,
     /// `trans[state * n_classes + class]`, for the states below `n_shared`.
-    trans: Vec<StateId>,
+    trans: Targets,
     n_shared: usize,
     /// The other states' rules, by first state. A large rule with few byte
     /// classes of its own (a `date-time` string: 23,000 states over 17
@@ -144,7 +247,7 @@ impl Automaton {
     #[inline(always)]
     pub fn next(&self, s: StateId, b: u8) -> StateId {
         if (s as usize) < self.n_shared {
-            self.trans[s as usize * self.n_classes + self.class_of[b as usize] as usize]
+            self.trans.get(s as usize * self.n_classes + self.class_of[b as usize] as usize)
         } else {
             self.next_narrow(s, b)
         }
@@ -165,13 +268,13 @@ impl Automaton {
     /// row of targets, and the offset that makes a target (not [`DEAD`])
     /// global.
     #[inline]
-    pub fn moves(&self, s: StateId) -> (&[u8], &[StateId], StateId) {
+    pub fn moves(&self, s: StateId) -> (&[u8], Row<'_>, StateId) {
         match self.table_of(s) {
-            0 => (&self.class_rep, &self.trans[s as usize * self.n_classes..(s as usize + 1) * self.n_classes], 0),
+            0 => (&self.class_rep, self.trans.row(s as usize, self.n_classes), 0),
             k => {
                 let r = &self.narrow[k - 1];
-                let (t, local) = (&r.table, (s - r.first) as usize);
-                (&t.class_rep, &t.trans[local * t.n_classes..(local + 1) * t.n_classes], r.first)
+                let t = &r.table;
+                (&t.class_rep, t.trans.row((s - r.first) as usize, t.n_classes), r.first)
             }
         }
     }
@@ -179,7 +282,7 @@ impl Automaton {
     fn next_narrow(&self, s: StateId, b: u8) -> StateId {
         let r = &self.narrow[self.table_of(s) - 1];
         let t = &r.table;
-        let local = t.trans[(s - r.first) as usize * t.n_classes + t.class_of[b as usize] as usize];
+        let local = t.trans.get((s - r.first) as usize * t.n_classes + t.class_of[b as usize] as usize);
         if local == DEAD {
             DEAD
         } else {
@@ -212,8 +315,8 @@ impl Automaton {
     }
     /// Approximate heap size in bytes.
     pub fn memory_bytes(&self) -> usize {
-        self.trans.len() * 4
-            + self.narrow.iter().map(|r| r.table.trans.len() * 4).sum::<usize>()
+        self.trans.bytes()
+            + self.narrow.iter().map(|r| r.table.trans.bytes()).sum::<usize>()
             + self.flags.len() * (1 + 12 + 32 + 4)
             + self.calls.len() * 8
             + self.tok_edges.len() * 8
@@ -1592,14 +1695,6 @@ fn byte_classes<'d>(dfas: impl Iterator<Item = &'d RuleDfa>) -> ([u8; 256], usiz
     (class_of, c as usize + 1)
 }
 
-/// Writes the byte edges `es` (ranges on class boundaries of `class_of`)
-/// into a row of targets by class, `offset` added to each target.
-fn fill_row(row: &mut [StateId], class_of: &[u8; 256], es: &[(u8, u8, u32)], offset: StateId) {
-    for &(lo, hi, t) in es {
-        row[class_of[lo as usize] as usize..=class_of[hi as usize] as usize].fill(offset + t);
-    }
-}
-
 /// The first byte of every class.
 fn class_reps(class_of: &[u8; 256]) -> Vec<u8> {
     (0..=255u8).filter(|&b| b == 0 || class_of[b as usize] != class_of[b as usize - 1]).collect()
@@ -1647,7 +1742,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         class_of,
         n_classes,
         class_rep,
-        trans: vec![DEAD; n_shared * n_classes],
+        trans: Targets::dead(n_shared, n_classes, n_shared),
         n_shared,
         narrow: narrow_rules,
         flags: vec![0; n],
@@ -1677,7 +1772,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
                 f |= flags::ACCEPTING;
             }
             if shared {
-                fill_row(&mut a.trans[g * n_classes..(g + 1) * n_classes], &class_of, &d.byte_trans[s], base);
+                a.trans.fill_row(g, n_classes, &class_of, &d.byte_trans[s], base);
             }
             for &(lo, hi, _) in &d.byte_trans[s] {
                 set_bit_range(&mut a.byte_set[g], lo, hi);

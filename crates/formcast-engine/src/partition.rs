@@ -193,7 +193,7 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
         let mut last = u32::MAX - 1;
         let mut last_t = DEAD - 1;
         let (reps, row, base) = a.moves(st);
-        for (&b, &t) in reps.iter().zip(row) {
+        for (&b, t) in reps.iter().zip(row.iter()) {
             let t = if t == DEAD { DEAD } else { t + base };
             if t == last_t {
                 continue;
@@ -362,7 +362,7 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u
     let global = |t: StateId, base: StateId| if t == DEAD { DEAD } else { t + base };
     if a.table_of(x) == a.table_of(y) {
         let ((_, rx, bx), (_, ry, by)) = (a.moves(x), a.moves(y));
-        rx.iter().zip(ry).all(|(&tx, &ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, budget))
+        rx.iter().zip(ry.iter()).all(|(tx, ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, budget))
     } else {
         a.class_rep.iter().all(|&b| same_future(a, a.next(x, b), a.next(y, b), depth - 1, budget))
     }

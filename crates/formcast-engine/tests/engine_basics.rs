@@ -602,6 +602,36 @@ fn narrow_rules_move_like_the_shared_table() {
     assert_eq!(allowed(&mut m), vec![1, 2]);
 }
 
+/// A table holds 16-bit targets while every state fits, 32-bit beyond: a
+/// grammar just past 65,535 states in the shared table moves, accepts and
+/// masks like one below it.
+#[test]
+fn tables_past_sixteen_bit_state_ids_move_alike() {
+    let v = vocab(&["a", "b", "ab", "ba", "!"], &[], &[]);
+    for n in [1_000u32, 70_000] {
+        // "a"/"b" strings of exactly n bytes, then "!": n + 2 states in one rule.
+        let body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::ByteSet(vec![(b'a', b'b')])), min: n, max: Some(n) }, Expr::literal("!")]);
+        let cg = compile(&rules(vec![("root", body)]), &v);
+        let a = &cg.automaton;
+        assert!(a.shared_states() > n as usize, "{n}: the rule is in the shared table");
+        for s in (0..a.n_states() as u32).step_by(97).chain([a.n_states() as u32 - 1]) {
+            for b in 0..=255u8 {
+                let t = a.next(s, b);
+                let has_edge = a.byte_set[s as usize][b as usize / 64] >> (b % 64) & 1 == 1;
+                assert_eq!(t != formcast_engine::automaton::DEAD, has_edge, "{n}: state {s} byte {b}");
+                assert!(t == formcast_engine::automaton::DEAD || (t as usize) < a.n_states());
+            }
+        }
+        let text = "ab".repeat(n as usize / 2);
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(m.accept_bytes(&text.as_bytes()[..n as usize - 1]).unwrap());
+        assert_eq!(allowed(&mut m), vec![0, 1], "{n}: one byte left: 'a' or 'b'");
+        assert!(m.accept_bytes(b"b!").unwrap() && m.can_end(), "{n}");
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(!m.accept_bytes(format!("{text}a").as_bytes()).unwrap_or(false), "{n}: one byte too many");
+    }
+}
+
 /// The rule cache keeps automata that call other rules, under keys that
 /// name rules by the order they are referenced in: a grammar whose rules
 /// are numbered differently gets the cached automaton with its calls
