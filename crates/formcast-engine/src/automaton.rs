@@ -136,15 +136,11 @@ pub enum Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    pub fn len(self) -> usize {
+    fn len(self) -> usize {
         match self {
             Row::Short(t) => t.len(),
             Row::Long(t) => t.len(),
         }
-    }
-
-    pub fn is_empty(self) -> bool {
-        self.len() == 0
     }
 
     #[inline(always)]
