@@ -58,9 +58,8 @@ def huge_page_kib(env_extra: dict[str, str]) -> int:
 
 @pytest.mark.skipif(thp_mode() != "madvise", reason="huge pages only on request (madvise) shows what the setting changes")
 def test_the_heap_takes_no_transparent_huge_pages():
-    # Faulting in a 2 MiB page zeroes all of it (and may compact memory)
-    # in the middle of a compile; mimalloc asks for them unless told not to.
-    # With its own default restored, the same compiles do take huge pages:
+    # mimalloc asks for huge pages unless told not to. With its own default
+    # restored, the same compiles do take them:
     # the comparison shows the setting is what makes the difference.
     default = huge_page_kib({"MIMALLOC_ALLOW_THP": "1"})
     tuned = huge_page_kib({})
