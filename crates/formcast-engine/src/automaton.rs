@@ -57,14 +57,12 @@ pub mod flags {
     pub const TOKENS: u8 = 8;
     /// Moves at token boundaries (see [`super::Automaton::tick`]).
     pub const TICKS: u8 = 16;
+    /// Has byte edges (see [`super::Automaton::byte_set`]).
+    pub const BYTES: u8 = 32;
 }
 
-/// The targets of a transition table, one row of `n` classes per state:
-/// 16-bit wherever every target fits (nearly every grammar), else 32-bit.
-/// The table is most of a compiled grammar's memory, and on a VM every
-/// fresh page a compile keeps costs a fault (about 3 µs for 4 KiB here):
-/// half the table took o65323's compile from 6,738 faults to 3,667 and
-/// kb_228's from 2,256 to 910.
+/// Transition targets, 16-bit wherever every target fits (nearly every
+/// grammar), else 32-bit.
 #[derive(Debug, Clone)]
 enum Targets {
     Short(Vec<u16>),
@@ -83,19 +81,92 @@ fn widen(t: u16) -> StateId {
     }
 }
 
-impl Targets {
-    /// `rows × n` dead entries, for targets below `n_targets`.
-    fn dead(rows: usize, n: usize, n_targets: usize) -> Targets {
-        if n_targets < SHORT_DEAD as usize {
-            Targets::Short(vec![SHORT_DEAD; rows * n])
+/// Where a row's targets are in a [`Table`]: classes `lo..lo + len` from
+/// `start` on; every other class is dead.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    start: u32,
+    lo: u16,
+    len: u16,
+}
+
+/// A transition table: per state (row), its targets by byte class, kept
+/// from its first live class to its last. Most states move on a few
+/// neighbouring classes (a key's next letter, a digit, the quote that ends
+/// a string): over maskbench's 941 grammars the windows hold 12 million
+/// entries where full rows held 81 million (10 million live). A compiled
+/// grammar is kept by the compiler's cache, and on a VM every fresh page it
+/// keeps costs a fault at compile time (about 3 µs for 4 KiB here), so the
+/// table's size is compile time; the lookup costs one more load, of the
+/// row's window.
+#[derive(Debug, Clone)]
+struct Table {
+    rows: Vec<Window>,
+    targets: Targets,
+}
+
+impl Table {
+    /// An empty table for targets below `n_targets`, with room for the
+    /// rows of `edges` (the byte edges of each state, see
+    /// [`Self::push_row`]): sized exactly, since the table is kept.
+    fn new<'e>(n_targets: usize, class_of: &[u8; 256], edges: impl Iterator<Item = &'e [(u8, u8, u32)]>) -> Table {
+        let (mut rows, mut entries) = (0, 0);
+        for es in edges {
+            rows += 1;
+            entries += Self::window(class_of, es).1;
+        }
+        let targets = if n_targets < SHORT_DEAD as usize {
+            Targets::Short(Vec::with_capacity(entries))
         } else {
-            Targets::Long(vec![DEAD; rows * n])
+            Targets::Long(Vec::with_capacity(entries))
+        };
+        Table { rows: Vec::with_capacity(rows), targets }
+    }
+
+    /// The first class and the number of classes from it to the last one
+    /// that `es` moves on.
+    fn window(class_of: &[u8; 256], es: &[(u8, u8, u32)]) -> (usize, usize) {
+        let lo = es.iter().map(|e| class_of[e.0 as usize] as usize).min().unwrap_or(0);
+        let hi = es.iter().map(|e| class_of[e.1 as usize] as usize + 1).max().unwrap_or(0);
+        (lo, hi.saturating_sub(lo))
+    }
+
+    /// Appends the row of the byte edges `es` (ranges on class boundaries
+    /// of `class_of`), `offset` added to each target.
+    fn push_row(&mut self, class_of: &[u8; 256], es: &[(u8, u8, u32)], offset: StateId) {
+        let (lo, len) = Self::window(class_of, es);
+        let start = match &self.targets {
+            Targets::Short(v) => v.len(),
+            Targets::Long(v) => v.len(),
+        };
+        self.rows.push(Window { start: start as u32, lo: lo as u16, len: len as u16 });
+        let span = |lo_b: u8, hi_b: u8| start + class_of[lo_b as usize] as usize - lo..=start + class_of[hi_b as usize] as usize - lo;
+        match &mut self.targets {
+            Targets::Short(v) => {
+                v.resize(start + len, SHORT_DEAD);
+                for &(a, b, t) in es {
+                    v[span(a, b)].fill((offset + t) as u16);
+                }
+            }
+            Targets::Long(v) => {
+                v.resize(start + len, DEAD);
+                for &(a, b, t) in es {
+                    v[span(a, b)].fill(offset + t);
+                }
+            }
         }
     }
 
+    /// The target of row `r` on class `c`.
     #[inline(always)]
-    fn get(&self, i: usize) -> StateId {
-        match self {
+    fn get(&self, r: usize, c: usize) -> StateId {
+        let w = self.rows[r];
+        let i = (c as u32).wrapping_sub(w.lo as u32);
+        if i >= w.len as u32 {
+            return DEAD;
+        }
+        let i = w.start as usize + i as usize;
+        match &self.targets {
             Targets::Short(t) => widen(t[i]),
             Targets::Long(t) => t[i],
         }
@@ -103,58 +174,77 @@ impl Targets {
 
     /// Row `r` of a table with `n` classes.
     fn row(&self, r: usize, n: usize) -> Row<'_> {
-        match self {
-            Targets::Short(t) => Row::Short(&t[r * n..(r + 1) * n]),
-            Targets::Long(t) => Row::Long(&t[r * n..(r + 1) * n]),
-        }
-    }
-
-    /// Writes the byte edges `es` (ranges on class boundaries of
-    /// `class_of`) into row `r` by class, `offset` added to each target.
-    fn fill_row(&mut self, r: usize, n: usize, class_of: &[u8; 256], es: &[(u8, u8, u32)], offset: StateId) {
-        for &(lo, hi, t) in es {
-            let span = r * n + class_of[lo as usize] as usize..=r * n + class_of[hi as usize] as usize;
-            match self {
-                Targets::Short(v) => v[span].fill((offset + t) as u16),
-                Targets::Long(v) => v[span].fill(offset + t),
-            }
-        }
+        let w = self.rows[r];
+        let span = w.start as usize..w.start as usize + w.len as usize;
+        let window = match &self.targets {
+            Targets::Short(t) => RowTargets::Short(&t[span]),
+            Targets::Long(t) => RowTargets::Long(&t[span]),
+        };
+        Row { n, lo: w.lo as usize, window }
     }
 
     fn bytes(&self) -> usize {
-        match self {
-            Targets::Short(t) => t.len() * 2,
-            Targets::Long(t) => t.len() * 4,
-        }
+        self.rows.len() * std::mem::size_of::<Window>()
+            + match &self.targets {
+                Targets::Short(t) => t.len() * 2,
+                Targets::Long(t) => t.len() * 4,
+            }
     }
 }
 
 /// One state's targets by class of its table ([`Automaton::moves`]).
 #[derive(Debug, Clone, Copy)]
-pub enum Row<'a> {
+pub struct Row<'a> {
+    /// Classes of the table.
+    n: usize,
+    /// The first class of the window.
+    lo: usize,
+    window: RowTargets<'a>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum RowTargets<'a> {
     Short(&'a [u16]),
     Long(&'a [u32]),
 }
 
 impl<'a> Row<'a> {
-    fn len(self) -> usize {
-        match self {
-            Row::Short(t) => t.len(),
-            Row::Long(t) => t.len(),
-        }
-    }
-
     #[inline(always)]
     pub fn get(self, i: usize) -> StateId {
-        match self {
-            Row::Short(t) => widen(t[i]),
-            Row::Long(t) => t[i],
+        // Below the window, the index wraps past its end.
+        let k = i.wrapping_sub(self.lo);
+        match self.window {
+            RowTargets::Short(t) => t.get(k).map_or(DEAD, |&x| widen(x)),
+            RowTargets::Long(t) => t.get(k).copied().unwrap_or(DEAD),
         }
     }
 
     /// The targets, class by class ([`DEAD`] for none).
     pub fn iter(self) -> impl Iterator<Item = StateId> + 'a {
-        (0..self.len()).map(move |i| self.get(i))
+        (0..self.n).map(move |i| self.get(i))
+    }
+}
+
+/// The byte moves of one state, found once for many bytes: a walk of the
+/// token trie asks one state about each of a node's children.
+#[derive(Debug, Clone, Copy)]
+pub struct StateMoves<'a> {
+    class_of: &'a [u8; 256],
+    row: Row<'a>,
+    base: StateId,
+}
+
+impl StateMoves<'_> {
+    /// The state moved to on byte `b` ([`DEAD`]: none), as
+    /// [`Automaton::next`].
+    #[inline(always)]
+    pub fn next(self, b: u8) -> StateId {
+        let t = self.row.get(self.class_of[b as usize] as usize);
+        if t == DEAD {
+            DEAD
+        } else {
+            t + self.base
+        }
     }
 }
 
@@ -166,18 +256,19 @@ pub struct NarrowTable {
     n_classes: usize,
     /// The first byte of every class.
     class_rep: Vec<u8>,
-    trans: Targets,
+    /// The bytes of every class.
+    class_bits: Vec<[u64; 4]>,
+    trans: Table,
 }
 
 impl NarrowTable {
     /// The table of `d` over its classes (`byte_classes` of `d` alone).
     fn of(d: &RuleDfa, (class_of, n_classes): ([u8; 256], usize)) -> NarrowTable {
-        let n = d.accepting.len();
-        let mut trans = Targets::dead(n, n_classes, n);
-        for (r, es) in d.byte_trans.iter().enumerate() {
-            trans.fill_row(r, n_classes, &class_of, es, 0);
+        let mut trans = Table::new(d.accepting.len(), &class_of, d.byte_trans.iter().map(|es| &es[..]));
+        for es in &d.byte_trans {
+            trans.push_row(&class_of, es, 0);
         }
-        NarrowTable { class_of, n_classes, class_rep: class_reps(&class_of), trans }
+        NarrowTable { class_of, n_classes, class_rep: class_reps(&class_of), class_bits: class_bits(&class_of, n_classes), trans }
     }
 }
 
@@ -202,8 +293,10 @@ pub struct Automaton {
     pub n_classes: usize,
     /// The first byte of every class.
     pub class_rep: Vec<u8>,
-    /// `trans[state * n_classes + class]`, for the states below `n_shared`.
-    trans: Targets,
+    /// The bytes of every class.
+    class_bits: Vec<[u64; 4]>,
+    /// The moves of the states below `n_shared`, by class.
+    trans: Table,
     n_shared: usize,
     /// The other states' rules, by first state. A large rule with few byte
     /// classes of its own (a `date-time` string: 23,000 states over 17
@@ -228,13 +321,9 @@ pub struct Automaton {
     pub rule_start: Vec<StateId>,
     /// Rules that derive the empty string.
     pub nullable: Vec<bool>,
-    /// Bytes with a live transition, per state (256-bit set).
-    pub byte_set: Vec<[u64; 4]>,
-    /// Per state flagged [`flags::TICKS`]: the state an item moves to once
-    /// the token (or string) being accepted is complete ([`DEAD`]: the item
-    /// is dropped). Token budgets of free text count this way; every other
-    /// state stays where it is.
-    pub tick: Vec<StateId>,
+    /// `(state, tick)` for the states flagged [`flags::TICKS`], by state
+    /// (see [`Self::tick`]; few grammars have any, so not one per state).
+    ticks: Vec<(StateId, StateId)>,
     pub rule_names: Vec<String>,
     pub root: RuleId,
 }
@@ -244,7 +333,7 @@ impl Automaton {
     #[inline(always)]
     pub fn next(&self, s: StateId, b: u8) -> StateId {
         if (s as usize) < self.n_shared {
-            self.trans.get(s as usize * self.n_classes + self.class_of[b as usize] as usize)
+            self.trans.get(s as usize, self.class_of[b as usize] as usize)
         } else {
             self.next_narrow(s, b)
         }
@@ -276,10 +365,58 @@ impl Automaton {
         }
     }
 
+    /// The bytes `s` has a live move on (a 256-bit set), from its row: a
+    /// set kept per state would be 32 bytes of every state of every kept
+    /// grammar, for a question asked only when jumping forward, completing
+    /// and of mask items that scan (those ask [`flags::BYTES`] first).
+    pub fn byte_set(&self, s: StateId) -> [u64; 4] {
+        let mut bits = [0u64; 4];
+        if !self.flag(s, flags::BYTES) {
+            return bits;
+        }
+        let (_, row, _) = self.moves(s);
+        let class_bits = match self.table_of(s) {
+            0 => &self.class_bits,
+            k => &self.narrow[k - 1].table.class_bits,
+        };
+        for (c, t) in row.iter().enumerate() {
+            if t != DEAD {
+                for (w, x) in bits.iter_mut().zip(class_bits[c]) {
+                    *w |= x;
+                }
+            }
+        }
+        bits
+    }
+
+    /// Where an item in state `s`, flagged [`flags::TICKS`], moves once the
+    /// token (or string) being accepted is complete ([`DEAD`]: the item is
+    /// dropped). Token budgets of free text count this way; every other
+    /// state stays where it is.
+    pub fn tick(&self, s: StateId) -> StateId {
+        match self.ticks.binary_search_by_key(&s, |&(from, _)| from) {
+            Ok(i) => self.ticks[i].1,
+            Err(_) => s,
+        }
+    }
+
+    /// The moves of `s`, for asking about many bytes.
+    #[inline]
+    pub fn state_moves(&self, s: StateId) -> StateMoves<'_> {
+        match self.table_of(s) {
+            0 => StateMoves { class_of: &self.class_of, row: self.trans.row(s as usize, self.n_classes), base: 0 },
+            k => {
+                let r = &self.narrow[k - 1];
+                let t = &r.table;
+                StateMoves { class_of: &t.class_of, row: t.trans.row((s - r.first) as usize, t.n_classes), base: r.first }
+            }
+        }
+    }
+
     fn next_narrow(&self, s: StateId, b: u8) -> StateId {
         let r = &self.narrow[self.table_of(s) - 1];
         let t = &r.table;
-        let local = t.trans.get((s - r.first) as usize * t.n_classes + t.class_of[b as usize] as usize);
+        let local = t.trans.get((s - r.first) as usize, t.class_of[b as usize] as usize);
         if local == DEAD {
             DEAD
         } else {
@@ -314,7 +451,8 @@ impl Automaton {
     pub fn memory_bytes(&self) -> usize {
         self.trans.bytes()
             + self.narrow.iter().map(|r| r.table.trans.bytes()).sum::<usize>()
-            + self.flags.len() * (1 + 12 + 32 + 4)
+            + self.flags.len() * (1 + 12)
+            + self.ticks.len() * 8
             + self.calls.len() * 8
             + self.tok_edges.len() * 8
             + self.exc_edges.len() * 8
@@ -1697,6 +1835,15 @@ fn class_reps(class_of: &[u8; 256]) -> Vec<u8> {
     (0..=255u8).filter(|&b| b == 0 || class_of[b as usize] != class_of[b as usize - 1]).collect()
 }
 
+/// The bytes of every class, as 256-bit sets.
+fn class_bits(class_of: &[u8; 256], n_classes: usize) -> Vec<[u64; 4]> {
+    let mut bits = vec![[0u64; 4]; n_classes];
+    for b in 0..256 {
+        bits[class_of[b] as usize][b / 64] |= 1 << (b % 64);
+    }
+    bits
+}
+
 fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<TokenId>>) -> Automaton {
     let (class_of, n_classes) = byte_classes(dfas.iter().map(|d| &**d));
     let class_rep = class_reps(&class_of);
@@ -1739,7 +1886,8 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         class_of,
         n_classes,
         class_rep,
-        trans: Targets::dead(n_shared, n_classes, n_shared),
+        class_bits: class_bits(&class_of, n_classes),
+        trans: Table::new(n_shared, &class_of, order.iter().take_while(|&&r| narrow[r].is_none()).flat_map(|&r| dfas[r].byte_trans.iter().map(|es| &es[..]))),
         n_shared,
         narrow: narrow_rules,
         flags: vec![0; n],
@@ -1752,8 +1900,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         except_sets,
         rule_start: rule_start.clone(),
         nullable: vec![false; dfas.len()],
-        byte_set: vec![[0; 4]; n],
-        tick: vec![DEAD; n],
+        ticks: Vec::new(),
         rule_names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
         root: grammar.root,
     };
@@ -1769,11 +1916,11 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
                 f |= flags::ACCEPTING;
             }
             if shared {
-                a.trans.fill_row(g, n_classes, &class_of, &d.byte_trans[s], base);
+                debug_assert_eq!(a.trans.rows.len(), g, "shared rows come first, in state order");
+                a.trans.push_row(&class_of, &d.byte_trans[s], base);
             }
-            for &(lo, hi, _) in &d.byte_trans[s] {
-                set_bit_range(&mut a.byte_set[g], lo, hi);
-                f |= flags::SCANS;
+            if !d.byte_trans[s].is_empty() {
+                f |= flags::SCANS | flags::BYTES;
             }
             a.call_start.push(a.calls.len() as u32);
             for &(c, t) in &d.calls[s] {
@@ -1791,7 +1938,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
                 f |= flags::SCANS | flags::TOKENS;
             }
             if let Some(t) = d.ticks[s] {
-                a.tick[g] = if t == DEAD { DEAD } else { base + t };
+                a.ticks.push((g as StateId, if t == DEAD { DEAD } else { base + t }));
                 f |= flags::TICKS;
             }
             a.flags[g] = f;
@@ -1802,19 +1949,6 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
     a.exc_start.push(a.exc_edges.len() as u32);
     a.nullable = compute_nullable(&a);
     a
-}
-
-/// Sets bits `lo..=hi` of a 256-bit set.
-fn set_bit_range(bits: &mut [u64; 4], lo: u8, hi: u8) {
-    for (w, word) in bits.iter_mut().enumerate() {
-        let (wlo, whi) = (w * 64, w * 64 + 63);
-        let (a, b) = ((lo as usize).max(wlo), (hi as usize).min(whi));
-        if a <= b {
-            let n = b - a + 1;
-            let ones = if n == 64 { u64::MAX } else { ((1u64 << n) - 1) << (a - wlo) };
-            *word |= ones;
-        }
-    }
 }
 
 /// A rule is nullable when its start state reaches an accepting state through

@@ -43,14 +43,24 @@ pub(crate) struct MaskCache {
     limit: usize,
 }
 
+/// States per chunk of partition slots.
+const PARTITION_CHUNK: usize = 256;
+
+/// The partition slots of [`PARTITION_CHUNK`] consecutive states.
+type PartitionChunk = Box<[OnceLock<Arc<Partition>>]>;
+
 /// A grammar ready for matching against one vocabulary.
 pub struct CompiledGrammar {
     pub automaton: Automaton,
     pub vocab: Arc<VocabIndex>,
-    partitions: Vec<OnceLock<Arc<Partition>>>,
-    /// Bytes of the partitions filled so far, kept as they are filled so
-    /// that [`Self::memory_bytes`] is O(1): a compiler cache asks it of
-    /// every grammar it holds.
+    /// Partition slots by state, in chunks of [`PARTITION_CHUNK`] made on
+    /// first use: masks visit few of a grammar's states, and a slot for
+    /// every state was 16 bytes a state of every grammar a compiler keeps
+    /// (fresh memory, a page fault per 4 KiB, at compile time).
+    partitions: Vec<OnceLock<PartitionChunk>>,
+    /// Bytes of the partitions (and slot chunks) filled so far, kept as
+    /// they are filled so that [`Self::memory_bytes`] is O(1): a compiler
+    /// cache asks it of every grammar it holds.
     partition_bytes: AtomicUsize,
     skips: SkipMemo,
     /// Per state, the fewest bytes to finish its rule ([`crate::completion`]).
@@ -94,7 +104,7 @@ impl CompiledGrammar {
         Ok(CompiledGrammar {
             automaton,
             vocab,
-            partitions: (0..n).map(|_| OnceLock::new()).collect(),
+            partitions: (0..n.div_ceil(PARTITION_CHUNK)).map(|_| OnceLock::new()).collect(),
             partition_bytes: AtomicUsize::new(0),
             skips: SkipMemo::default(),
             completion_dist: OnceLock::new(),
@@ -109,7 +119,11 @@ impl CompiledGrammar {
 
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
-        self.partitions[s as usize]
+        let chunk = self.partitions[s as usize / PARTITION_CHUNK].get_or_init(|| {
+            self.partition_bytes.fetch_add(PARTITION_CHUNK * std::mem::size_of::<OnceLock<Arc<Partition>>>(), Ordering::Relaxed);
+            (0..PARTITION_CHUNK).map(|_| OnceLock::new()).collect()
+        });
+        chunk[s as usize % PARTITION_CHUNK]
             .get_or_init(|| {
                 let p = match reference_state(&self.automaton, s) {
                     Some((r, diff)) => derive_partition(&self.automaton, &self.vocab, s, &self.partition(r), &diff, &self.skips),
@@ -158,6 +172,6 @@ impl CompiledGrammar {
         let parts = self.partition_bytes.load(Ordering::Relaxed);
         let cache = self.mask_cache.lock().map(|c| c.bytes).unwrap_or(0);
         let dist = self.completion_dist.get().map_or(0, |d| d.len() * 4);
-        self.automaton.memory_bytes() + parts + cache + dist + self.partitions.len() * 8
+        self.automaton.memory_bytes() + parts + cache + dist + self.partitions.len() * 16
     }
 }

@@ -199,7 +199,7 @@ pub fn shortest_completion(
         // Candidate bytes: the classes some item can scan.
         let mut bytes = [0u64; 4];
         for it in &cur {
-            for (w, x) in bytes.iter_mut().zip(a.byte_set[it.state as usize]) {
+            for (w, x) in bytes.iter_mut().zip(a.byte_set(it.state)) {
                 *w |= x;
             }
         }

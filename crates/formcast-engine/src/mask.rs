@@ -294,7 +294,7 @@ impl MaskWalker {
                     bits.or_with(&all.words);
                 }
             }
-            if a.byte_set[it.state as usize] == [0; 4] {
+            if !a.flag(it.state, flags::BYTES) {
                 continue;
             }
             let part = g.partition(it.state);

@@ -251,7 +251,7 @@ impl Matcher {
             let mut token_edges = false;
             for it in &set.items {
                 token_edges |= a.flags[it.state as usize] & flags::TOKENS != 0;
-                for (w, x) in bytes.iter_mut().zip(a.byte_set[it.state as usize]) {
+                for (w, x) in bytes.iter_mut().zip(a.byte_set(it.state)) {
                     *w |= x;
                 }
             }

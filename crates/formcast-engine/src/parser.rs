@@ -273,7 +273,7 @@ pub fn cross_token_boundary(a: &Automaton, items: &mut Vec<Item>) {
         if a.flags[it.state as usize] & flags::TICKS == 0 {
             return true;
         }
-        it.state = a.tick[it.state as usize];
+        it.state = a.tick(it.state);
         it.state != DEAD
     });
 }

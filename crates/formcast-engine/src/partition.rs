@@ -661,6 +661,8 @@ fn walk_into(
     let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
     let mut i = 1usize;
     let total = nodes.len();
+    // The moves of the state last asked (siblings share their parent's).
+    let mut moves = (s, a.state_moves(s));
     while i < total {
         while i as u32 >= stack.last().unwrap().0 {
             stack.pop();
@@ -673,7 +675,10 @@ fn walk_into(
                 continue;
             }
         }
-        let t = a.next(st, node.byte);
+        if moves.0 != st {
+            moves = (st, a.state_moves(st));
+        }
+        let t = moves.1.next(node.byte);
         if t == DEAD {
             i = node.end as usize;
             continue;

@@ -584,7 +584,7 @@ fn narrow_rules_move_like_the_shared_table() {
     for s in 0..a.n_states() as u32 {
         for b in 0..=255u8 {
             let t = a.next(s, b);
-            let has_edge = a.byte_set[s as usize][b as usize / 64] >> (b % 64) & 1 == 1;
+            let has_edge = a.byte_set(s)[b as usize / 64] >> (b % 64) & 1 == 1;
             assert_eq!(t != formcast_engine::automaton::DEAD, has_edge, "state {s} byte {b}");
             assert!(t == formcast_engine::automaton::DEAD || (t as usize) < a.n_states());
         }
@@ -617,7 +617,7 @@ fn tables_past_sixteen_bit_state_ids_move_alike() {
         for s in (0..a.n_states() as u32).step_by(97).chain([a.n_states() as u32 - 1]) {
             for b in 0..=255u8 {
                 let t = a.next(s, b);
-                let has_edge = a.byte_set[s as usize][b as usize / 64] >> (b % 64) & 1 == 1;
+                let has_edge = a.byte_set(s)[b as usize / 64] >> (b % 64) & 1 == 1;
                 assert_eq!(t != formcast_engine::automaton::DEAD, has_edge, "{n}: state {s} byte {b}");
                 assert!(t == formcast_engine::automaton::DEAD || (t as usize) < a.n_states());
             }
@@ -664,4 +664,53 @@ fn cached_rule_automata_are_renamed_and_keyed_by_what_they_build_in_place() {
         let mut m = Matcher::new(cg, false, None).unwrap();
         assert!(!m.accept_bytes(format!("{open}{other}").as_bytes()).unwrap_or(false), "{tail} accepts {other}");
     }
+}
+
+/// `([a-c] | [x-z] "!" | "(" [0-9]+ ")")*`, recognized by hand.
+fn items_reference(s: &[u8]) -> bool {
+    let mut i = 0;
+    while i < s.len() {
+        match s[i] {
+            b'a'..=b'c' => i += 1,
+            b'x'..=b'z' if s.get(i + 1) == Some(&b'!') => i += 2,
+            b'(' => {
+                let digits = s[i + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+                if digits == 0 || s.get(i + 1 + digits) != Some(&b')') {
+                    return false;
+                }
+                i += digits + 2;
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// States move on a window of their byte classes (first live class to
+/// last, gaps dead): the start state on `(`, `a-c` and `x-z` with dead
+/// classes between, a digit state on `)` and `0-9` with `*+,-./` between.
+/// Every text of up to four bytes from either side of each class boundary
+/// is accepted exactly when a hand-written recognizer accepts it.
+#[test]
+fn windowed_rows_accept_exactly_the_language() {
+    let item = Expr::Alt(vec![
+        Expr::ByteSet(vec![(b'a', b'c')]),
+        Expr::Seq(vec![Expr::ByteSet(vec![(b'x', b'z')]), Expr::literal("!")]),
+        Expr::Seq(vec![Expr::literal("("), Expr::plus(Expr::ByteSet(vec![(b'0', b'9')])), Expr::literal(")")]),
+    ]);
+    let g = rules(vec![("root", Expr::Repeat { expr: Box::new(item), min: 0, max: None })]);
+    let cg = compile(&g, &vocab(&["a"], &[], &[]));
+    let alphabet = b"!\x20()*/09:`acdwxz{";
+    let mut texts: Vec<Vec<u8>> = vec![vec![]];
+    let mut checked = 0;
+    for _ in 0..4 {
+        texts = texts.iter().flat_map(|t| alphabet.iter().map(move |&b| [&t[..], &[b]].concat())).collect();
+        for text in &texts {
+            let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+            let accepted = m.accept_bytes(text).unwrap_or(false) && m.can_end();
+            assert_eq!(accepted, items_reference(text), "{:?}", String::from_utf8_lossy(text));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, [1, 2, 3, 4].iter().map(|&k| alphabet.len().pow(k)).sum::<usize>());
 }
