@@ -296,14 +296,40 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     /// character, and a rule that may finish anywhere leaves every token to
     /// the per-request walk; with the closing quote inside, the rule finishes
     /// only at the quote and the per-state vocabulary partitions do the work.
+    ///
+    /// A move whose characters take more than one byte class of one byte
+    /// (escapes, multi-byte UTF-8) goes into an inline rule of its own, one
+    /// per distinct (characters, target), which every state with that move
+    /// calls: the engine builds a tail-called rule once, so the bytes inside
+    /// the characters are one set of automaton states instead of a copy per
+    /// state. The complement of a bounded key pattern (`{1,255}`) leaves to
+    /// "any other string" from each of its 256 states with the same move:
+    /// 6,426 automaton states in o9962, where one copy needs about 300.
     pub fn automaton_rules(&mut self, d: &crate::automata::Dfa, enc: Enc, ptr: &str, tail: Expr) -> Result<Expr> {
         let ids: Vec<RuleId> = (0..d.len()).map(|_| self.em.reserve("dfa_state")).collect::<std::result::Result<_, _>>().map_err(|r| limit(ptr, r))?;
+        let mut shared_moves: std::collections::HashMap<(Vec<(u32, u32)>, u32), RuleId> = std::collections::HashMap::new();
         for (q, trans) in d.trans.iter().enumerate() {
             let mut by_target: std::collections::BTreeMap<u32, Vec<(u32, u32)>> = std::collections::BTreeMap::new();
             for &(lo, hi, t) in trans {
                 by_target.entry(t).or_default().push((lo, hi));
             }
-            let mut alts: Vec<Expr> = by_target.into_iter().map(|(t, r)| seq(vec![re_expr(&Re::chars(r), enc), Expr::Rule(ids[t as usize])])).collect();
+            let mut alts: Vec<Expr> = Vec::with_capacity(by_target.len() + 1);
+            for (t, r) in by_target {
+                let chars = re_expr(&Re::chars(r.clone()), enc);
+                if matches!(&chars, Expr::Chars(cs) if cs.iter().all(|&(_, hi)| hi < 0x80)) {
+                    alts.push(seq(vec![chars, Expr::Rule(ids[t as usize])]));
+                    continue;
+                }
+                let id = match shared_moves.entry((r, t)) {
+                    std::collections::hash_map::Entry::Occupied(e) => *e.get(),
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        let id = self.em.add("dfa_move", seq(vec![chars, Expr::Rule(ids[t as usize])])).map_err(|r| limit(ptr, r))?;
+                        self.em.set_inline(id);
+                        *e.insert(id)
+                    }
+                };
+                alts.push(Expr::Rule(id));
+            }
             if d.accept[q] {
                 alts.push(tail.clone());
             }

@@ -301,3 +301,21 @@ mod undeclared_keys {
         }
     }
 }
+
+/// A key outside a bounded pattern leaves the pattern's automaton to "any
+/// other string" from every one of its states, on the same characters
+/// (escapes, multi-byte UTF-8): those moves are built once, not once per
+/// state (o9962's `^[0-9a-zA-Z_-]{1,255}$` took 6,426 automaton states), and
+/// keys on either side of the pattern still go where they belong.
+#[test]
+fn leaving_a_bounded_key_pattern_is_built_once() {
+    let schema = r##"{"type": "object", "patternProperties": {"^[a-z]{1,200}$": {"type": "integer"}}, "additionalProperties": {"type": "boolean"}}"##;
+    let g = G::new(schema, &compact(false));
+    let states = g.cg.automaton.n_states();
+    assert!(states < 2_000, "{states} states for a 200-character key pattern");
+    let long = "a".repeat(200);
+    g.check(
+        &[r#"{"abc":1}"#, &format!(r#"{{"{long}":2}}"#), &format!(r#"{{"{long}b":true}}"#), r#"{"a\n":false}"#, r#"{"é":true}"#, r#"{"ab\u001f":true}"#, r#"{"":true}"#, r#"{"x1":false,"y":3}"#],
+        &[r#"{"abc":true}"#, &format!(r#"{{"{long}b":2}}"#), r#"{"a\n":1}"#, r#"{"é":1}"#, r#"{"":1}"#],
+    );
+}
