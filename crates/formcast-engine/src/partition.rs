@@ -318,8 +318,9 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     const MAX_DIFF: u32 = 64;
     let majority = |u: StateId| -> StateId {
         let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
+        let moves = a.state_moves(u);
         for b in 0..=255u8 {
-            let t = a.next(u, b);
+            let t = moves.next(b);
             if t != DEAD {
                 *counts.entry(t).or_insert(0) += 1;
             }
@@ -333,8 +334,9 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     let mut diff = [0u64; 4];
     let mut n = 0;
     let mut budget = 4096u32;
+    let (moves_s, moves_r) = (a.state_moves(s), a.state_moves(r));
     for b in 0..=255u8 {
-        if !same_future(a, a.next(s, b), a.next(r, b), 3, &mut budget) {
+        if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut budget) {
             diff[b as usize / 64] |= 1 << (b % 64);
             n += 1;
         }
@@ -473,8 +475,9 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
         }
         let mut loop_bytes = [0u64; 4];
         let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
+        let moves = a.state_moves(cur);
         for b in 0..256usize {
-            let u = a.next(cur, b as u8);
+            let u = moves.next(b as u8);
             if u == cur {
                 loop_bytes[b / 64] |= 1 << (b % 64);
             } else if u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0 {
@@ -487,7 +490,7 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
             Some((u, n)) if n > loops && chain.len() < 1 << 16 => {
                 let mut bytes = [0u64; 4];
                 for b in 0..256usize {
-                    if a.next(cur, b as u8) == u {
+                    if moves.next(b as u8) == u {
                         bytes[b / 64] |= 1 << (b % 64);
                     }
                 }
