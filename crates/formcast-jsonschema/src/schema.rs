@@ -221,6 +221,34 @@ pub struct Builder<'a> {
     pub warnings: Vec<Warning>,
     deadline: Option<Instant>,
     ticks: u32,
+    /// Content hashes of the JSON values met, by address (see [`Self::twin`]).
+    content: HashMap<usize, Content>,
+    /// Subschema locations by content hash, the first of each content.
+    by_content: HashMap<u64, Vec<LocId>>,
+}
+
+/// A JSON value's content hash, and whether it names a resource or an
+/// anchor anywhere inside (`$id`, a draft-4 `id`, `$anchor`...).
+#[derive(Clone, Copy)]
+struct Content {
+    hash: u64,
+    names: bool,
+}
+
+/// Keys that give a schema location an identity of its own.
+const NAMING_KEYS: [&str; 5] = ["$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"];
+
+/// Whether two JSON values are the same (object keys in order).
+fn same_json(a: &Json, b: &Json) -> bool {
+    match (a, b) {
+        (Json::Null, Json::Null) => true,
+        (Json::Bool(x), Json::Bool(y)) => x == y,
+        (Json::Num(x), Json::Num(y)) => x == y,
+        (Json::Str(x), Json::Str(y)) => x == y,
+        (Json::Arr(x), Json::Arr(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
+        (Json::Obj(x), Json::Obj(y)) => x.len() == y.len() && x.iter().zip(y).all(|((kx, x), (ky, y))| kx == ky && same_json(x, y)),
+        _ => false,
+    }
 }
 
 impl<'a> Builder<'a> {
@@ -237,6 +265,8 @@ impl<'a> Builder<'a> {
             warnings: Vec::new(),
             deadline,
             ticks: 0,
+            content: HashMap::default(),
+            by_content: HashMap::default(),
         };
         b.scope_ids.insert(Vec::new(), 0);
         crate::automata::set_deadline(deadline);
@@ -306,8 +336,83 @@ impl<'a> Builder<'a> {
         if let Some(&id) = self.memo.get(&key) {
             return id;
         }
+        if let Some(twin) = self.twin(loc) {
+            let id = self.raw_node(twin, scope, ann, value_pos);
+            self.memo.insert(key, id);
+            return id;
+        }
         let pointer: Rc<str> = Rc::from(self.ix.loc(loc).pointer.as_str());
         self.push(key, pointer)
+    }
+
+    /// An earlier location with the same subschema, in the same resource
+    /// under the same draft: the same schema, so the same node. Real
+    /// schemas repeat themselves (a Kubernetes CRD's `allOf`, `anyOf` and
+    /// `oneOf` are each an array of the same `$ref`): kb_192 lowered 472
+    /// rules of which 333 merged into others afterwards. Not in lenient
+    /// mode, whose warnings name every location where something was
+    /// dropped; not for subschemas that name a resource or an anchor
+    /// (their location is part of what they mean).
+    fn twin(&mut self, loc: LocId) -> Option<LocId> {
+        if self.opts.lenient {
+            return None;
+        }
+        let json: &'a Json = self.ix.loc(loc).json;
+        if !matches!(json, Json::Obj(_)) {
+            return None;
+        }
+        let c = self.content_of(json);
+        if c.names {
+            return None;
+        }
+        let twins = self.by_content.entry(c.hash).or_default();
+        let ix = &self.ix;
+        let l = ix.loc(loc);
+        let found = twins.iter().copied().find(|&t| {
+            let o = ix.loc(t);
+            o.base == l.base && o.draft == l.draft && o.unknown_meta == l.unknown_meta && same_json(o.json, json)
+        });
+        if found.is_none() {
+            twins.push(loc);
+        }
+        found.filter(|&t| t != loc)
+    }
+
+    /// The content hash of `j`, each value hashed once (bottom-up, so a
+    /// deeply nested schema costs its size, not its size times its depth).
+    fn content_of(&mut self, j: &Json) -> Content {
+        use std::hash::{Hash, Hasher};
+        let a = j as *const Json as usize;
+        if let Some(&c) = self.content.get(&a) {
+            return c;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        let mut names = false;
+        match j {
+            Json::Null => 0u8.hash(&mut h),
+            Json::Bool(b) => (1u8, *b).hash(&mut h),
+            Json::Num(d) => (2u8, d).hash(&mut h),
+            Json::Str(s) => (3u8, s).hash(&mut h),
+            Json::Arr(items) => {
+                (4u8, items.len()).hash(&mut h);
+                for it in items {
+                    let c = self.content_of(it);
+                    (c.hash).hash(&mut h);
+                    names |= c.names;
+                }
+            }
+            Json::Obj(members) => {
+                (5u8, members.len()).hash(&mut h);
+                for (k, v) in members {
+                    let c = self.content_of(v);
+                    (k, c.hash).hash(&mut h);
+                    names |= c.names || NAMING_KEYS.contains(&k.as_str()) || (k == "id" && matches!(v, Json::Str(_)));
+                }
+            }
+        }
+        let c = Content { hash: h.finish(), names };
+        self.content.insert(a, c);
+        c
     }
 
     pub fn literal_node(&mut self, v: &Json) -> NodeId {

@@ -319,3 +319,38 @@ fn leaving_a_bounded_key_pattern_is_built_once() {
         &[r#"{"abc":true}"#, &format!(r#"{{"{long}b":2}}"#), r#"{"a\n":1}"#, r#"{"é":1}"#, r#"{"":1}"#],
     );
 }
+
+/// Equal subschemas in one resource are one schema (built once); equal
+/// subschemas in different resources are not, since their `$ref`s resolve
+/// against different bases.
+#[test]
+fn equal_subschemas_are_one_schema_only_within_a_resource() {
+    let schema = r##"{
+        "$defs": {
+            "A": {"$id": "https://example.com/a.json", "$defs": {"v": {"type": "integer"}}, "properties": {"p": {"$ref": "#/$defs/v"}}},
+            "B": {"$id": "https://example.com/b.json", "$defs": {"v": {"type": "string"}}, "properties": {"p": {"$ref": "#/$defs/v"}}}
+        },
+        "properties": {
+            "a": {"$ref": "https://example.com/a.json"}, "b": {"$ref": "https://example.com/b.json"},
+            "c": {"type": "array", "items": {"properties": {"q": {"enum": [1, 2]}}}},
+            "d": {"type": "array", "items": {"properties": {"q": {"enum": [1, 2]}}}}
+        }
+    }"##;
+    let g = G::compact(schema);
+    g.check(
+        &[r#"{"a":{"p":1},"b":{"p":"x"}}"#, r#"{"c":[{"q":1}],"d":[{"q":2}]}"#],
+        &[r#"{"a":{"p":"x"}}"#, r#"{"b":{"p":1}}"#, r#"{"d":[{"q":3}]}"#],
+    );
+}
+
+/// Lenient mode names every location it drops something at, equal
+/// subschemas included.
+#[test]
+fn lenient_mode_reports_each_equal_subschema() {
+    let opts = SchemaOptions { lenient: true, ..compact(true) };
+    let tags = r#"{"type": "array", "uniqueItems": true}"#;
+    let (_, warnings) = json_schema_str_to_grammar(&format!(r#"{{"properties": {{"tags": {tags}, "labels": {tags}}}}}"#), &opts).unwrap();
+    let mut at: Vec<&str> = warnings.iter().map(|w| w.pointer.as_str()).collect();
+    at.sort();
+    assert_eq!(at, ["/properties/labels/uniqueItems", "/properties/tags/uniqueItems"]);
+}
