@@ -18,7 +18,7 @@ use crate::error::{Result, SchemaError, Warning};
 use crate::json::Json;
 use crate::numbers::NumLang;
 use crate::options::SchemaOptions;
-use crate::refs::{Index, LocId};
+use crate::refs::{Index, LocId, SCHEMA_KEYWORDS, SCHEMA_LIST_KEYWORDS, SCHEMA_MAP_KEYWORDS};
 use crate::strings::Lang;
 
 pub type NodeId = u32;
@@ -221,8 +221,9 @@ pub struct Builder<'a> {
     pub warnings: Vec<Warning>,
     deadline: Option<Instant>,
     ticks: u32,
-    /// Content hashes of the JSON values met, by address (see [`Self::twin`]).
-    content: HashMap<usize, Content>,
+    /// Content hashes of the JSON values met, by address and role (see
+    /// [`Self::twin`]).
+    content: HashMap<(usize, Role), Content>,
     /// Subschema locations by content hash, the first of each content.
     by_content: HashMap<u64, Vec<LocId>>,
 }
@@ -235,18 +236,65 @@ struct Content {
     names: bool,
 }
 
+/// What a JSON value is to the schema that holds it.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Role {
+    /// A subschema: its annotations do not count.
+    Schema,
+    /// Names mapped to subschemas (`properties`, `$defs`...).
+    SchemaMap,
+    /// Anything else (`enum` values, `required` names...): every byte counts.
+    Data,
+}
+
 /// Keys that give a schema location an identity of its own.
 const NAMING_KEYS: [&str; 5] = ["$id", "$anchor", "$dynamicAnchor", "$recursiveAnchor", "$schema"];
 
-/// Whether two JSON values are the same (object keys in order).
-fn same_json(a: &Json, b: &Json) -> bool {
+/// Keywords that only annotate (the front-end never reads them), and
+/// extensions (`x-...`), which no vocabulary we know defines: schemas that
+/// differ only in these are the same schema. (Kubernetes schemas repeat one
+/// type under many descriptions.)
+fn ignored_keyword(k: &str) -> bool {
+    matches!(k, "title" | "description" | "$comment" | "examples" | "default" | "deprecated" | "readOnly" | "writeOnly") || k.starts_with("x-")
+}
+
+/// The role of the value of key `k` in a value of role `role`.
+fn role_of(role: Role, k: &str, v: &Json) -> Role {
+    match role {
+        Role::Data => Role::Data,
+        Role::SchemaMap => Role::Schema,
+        Role::Schema if SCHEMA_KEYWORDS.contains(&k) && !matches!(v, Json::Arr(_)) => Role::Schema,
+        Role::Schema if SCHEMA_LIST_KEYWORDS.contains(&k) && matches!(v, Json::Arr(_)) => Role::Schema,
+        Role::Schema if SCHEMA_MAP_KEYWORDS.contains(&k) && matches!(v, Json::Obj(_)) => Role::SchemaMap,
+        Role::Schema => Role::Data,
+    }
+}
+
+/// The members of an object of role `role` that count.
+fn counted<'j>(role: Role, members: &'j [(String, Json)]) -> impl Iterator<Item = &'j (String, Json)> {
+    members.iter().filter(move |(k, _)| role != Role::Schema || !ignored_keyword(k))
+}
+
+/// Whether two values of role `role` are the same (object keys in order,
+/// ignored keywords aside).
+fn same_json(a: &Json, b: &Json, role: Role) -> bool {
     match (a, b) {
         (Json::Null, Json::Null) => true,
         (Json::Bool(x), Json::Bool(y)) => x == y,
         (Json::Num(x), Json::Num(y)) => x == y,
         (Json::Str(x), Json::Str(y)) => x == y,
-        (Json::Arr(x), Json::Arr(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y)),
-        (Json::Obj(x), Json::Obj(y)) => x.len() == y.len() && x.iter().zip(y).all(|((kx, x), (ky, y))| kx == ky && same_json(x, y)),
+        // The items of a list of subschemas (`allOf`) are subschemas; of data, data.
+        (Json::Arr(x), Json::Arr(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same_json(x, y, role)),
+        (Json::Obj(x), Json::Obj(y)) => {
+            let (mut x, mut y) = (counted(role, x), counted(role, y));
+            loop {
+                match (x.next(), y.next()) {
+                    (None, None) => return true,
+                    (Some((kx, vx)), Some((ky, vy))) if kx == ky && same_json(vx, vy, role_of(role, kx, vx)) => {}
+                    _ => return false,
+                }
+            }
+        }
         _ => false,
     }
 }
@@ -361,7 +409,7 @@ impl<'a> Builder<'a> {
         if !matches!(json, Json::Obj(_)) {
             return None;
         }
-        let c = self.content_of(json);
+        let c = self.content_of(json, Role::Schema);
         if c.names {
             return None;
         }
@@ -370,7 +418,7 @@ impl<'a> Builder<'a> {
         let l = ix.loc(loc);
         let found = twins.iter().copied().find(|&t| {
             let o = ix.loc(t);
-            o.base == l.base && o.draft == l.draft && o.unknown_meta == l.unknown_meta && same_json(o.json, json)
+            o.base == l.base && o.draft == l.draft && o.unknown_meta == l.unknown_meta && same_json(o.json, json, Role::Schema)
         });
         if found.is_none() {
             twins.push(loc);
@@ -378,11 +426,12 @@ impl<'a> Builder<'a> {
         found.filter(|&t| t != loc)
     }
 
-    /// The content hash of `j`, each value hashed once (bottom-up, so a
-    /// deeply nested schema costs its size, not its size times its depth).
-    fn content_of(&mut self, j: &Json) -> Content {
+    /// The content hash of `j` in role `role` (consistent with
+    /// [`same_json`]), each value hashed once (bottom-up, so a deeply
+    /// nested schema costs its size, not its size times its depth).
+    fn content_of(&mut self, j: &Json, role: Role) -> Content {
         use std::hash::{Hash, Hasher};
-        let a = j as *const Json as usize;
+        let a = (j as *const Json as usize, role);
         if let Some(&c) = self.content.get(&a) {
             return c;
         }
@@ -396,17 +445,18 @@ impl<'a> Builder<'a> {
             Json::Arr(items) => {
                 (4u8, items.len()).hash(&mut h);
                 for it in items {
-                    let c = self.content_of(it);
-                    (c.hash).hash(&mut h);
+                    let c = self.content_of(it, role);
+                    c.hash.hash(&mut h);
                     names |= c.names;
                 }
             }
             Json::Obj(members) => {
-                (5u8, members.len()).hash(&mut h);
-                for (k, v) in members {
-                    let c = self.content_of(v);
+                5u8.hash(&mut h);
+                for (k, v) in counted(role, members) {
+                    let c = self.content_of(v, role_of(role, k, v));
                     (k, c.hash).hash(&mut h);
-                    names |= c.names || NAMING_KEYS.contains(&k.as_str()) || (k == "id" && matches!(v, Json::Str(_)));
+                    let naming = role == Role::Schema && (NAMING_KEYS.contains(&k.as_str()) || (k == "id" && matches!(v, Json::Str(_))));
+                    names |= c.names || naming;
                 }
             }
         }

@@ -320,9 +320,11 @@ fn leaving_a_bounded_key_pattern_is_built_once() {
     );
 }
 
-/// Equal subschemas in one resource are one schema (built once); equal
-/// subschemas in different resources are not, since their `$ref`s resolve
-/// against different bases.
+/// Equal subschemas in one resource are one schema (built once), whatever
+/// their annotations; equal subschemas in different resources are not,
+/// since their `$ref`s resolve against different bases. Only a schema's own
+/// annotation keywords are set aside: a property named `description`, or
+/// an `x-` key inside an `enum` value, is not an annotation.
 #[test]
 fn equal_subschemas_are_one_schema_only_within_a_resource() {
     let schema = r##"{
@@ -333,13 +335,17 @@ fn equal_subschemas_are_one_schema_only_within_a_resource() {
         "properties": {
             "a": {"$ref": "https://example.com/a.json"}, "b": {"$ref": "https://example.com/b.json"},
             "c": {"type": "array", "items": {"properties": {"q": {"enum": [1, 2]}}}},
-            "d": {"type": "array", "items": {"properties": {"q": {"enum": [1, 2]}}}}
+            "d": {"type": "array", "description": "the same as c", "x-note": 1, "items": {"title": "q", "properties": {"q": {"enum": [1, 2]}}}},
+            "e": {"properties": {"description": {"type": "integer"}}},
+            "f": {"properties": {"description": {"type": "string"}}},
+            "g": {"enum": [{"x-k": 1}]},
+            "h": {"enum": [{"x-k": 2}]}
         }
     }"##;
     let g = G::compact(schema);
     g.check(
-        &[r#"{"a":{"p":1},"b":{"p":"x"}}"#, r#"{"c":[{"q":1}],"d":[{"q":2}]}"#],
-        &[r#"{"a":{"p":"x"}}"#, r#"{"b":{"p":1}}"#, r#"{"d":[{"q":3}]}"#],
+        &[r#"{"a":{"p":1},"b":{"p":"x"}}"#, r#"{"c":[{"q":1}],"d":[{"q":2}]}"#, r#"{"e":{"description":1},"f":{"description":"x"}}"#, r#"{"g":{"x-k":1},"h":{"x-k":2}}"#],
+        &[r#"{"a":{"p":"x"}}"#, r#"{"b":{"p":1}}"#, r#"{"d":[{"q":3}]}"#, r#"{"f":{"description":1}}"#, r#"{"e":{"description":"x"}}"#, r#"{"h":{"x-k":1}}"#],
     );
 }
 
