@@ -152,8 +152,9 @@ impl CompiledGrammar {
                 return;
             }
             if c.bytes + size > c.limit {
-                // Simple and predictable: start over when the budget is full.
-                c.map.clear();
+                // Simple and predictable: start over when the budget is full
+                // (the masks freed on the dropping thread, see `dropper`).
+                crate::dropper::drop_elsewhere(std::mem::take(&mut c.map));
                 c.bytes = 0;
             }
             if c.map.insert(key, mask).is_none() {

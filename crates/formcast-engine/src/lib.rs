@@ -11,6 +11,7 @@ pub mod automaton;
 pub mod bitset;
 pub mod compiled;
 pub mod completion;
+pub mod dropper;
 pub mod error;
 pub mod foreground;
 pub mod limits;

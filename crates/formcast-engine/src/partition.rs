@@ -100,7 +100,8 @@ impl TakeMemo {
 }
 
 /// The cache of shared partitions, bounded in bytes (cleared when full:
-/// simple, and refilled by the next few grammars).
+/// simple, and refilled by the next few grammars; what it held is freed on
+/// the dropping thread, see [`crate::dropper`]).
 #[derive(Debug)]
 pub struct PartitionCache {
     map: Mutex<(FxHashMap<u128, Arc<SharedPartition>>, usize)>,
@@ -117,7 +118,7 @@ impl PartitionCache {
         if let Ok(mut m) = self.map.lock() {
             m.1 += bytes;
             if m.1 > self.limit {
-                m.0.clear();
+                crate::dropper::drop_elsewhere(std::mem::take(&mut m.0));
                 m.1 = 0;
             }
         }
@@ -135,7 +136,7 @@ impl PartitionCache {
         }
         if let Ok(mut m) = self.map.lock() {
             if m.1 + size > self.limit {
-                m.0.clear();
+                crate::dropper::drop_elsewhere(std::mem::take(&mut m.0));
                 m.1 = 0;
             }
             if m.0.insert(key, p).is_none() {
