@@ -225,12 +225,18 @@ impl<'a> Row<'a> {
     }
 }
 
-/// The byte moves of one state, found once for many bytes: a walk of the
-/// token trie asks one state about each of a node's children.
+/// The byte moves of one state with the classes of its table, found once
+/// for many bytes: a walk of the token trie asks one state about each of a
+/// node's children.
 #[derive(Debug, Clone, Copy)]
 pub struct StateMoves<'a> {
     class_of: &'a [u8; 256],
+    /// The first byte of every class.
+    class_rep: &'a [u8],
+    /// The bytes of every class.
+    class_bits: &'a [[u64; 4]],
     row: Row<'a>,
+    /// Added to a target (not [`DEAD`]) to make it global.
     base: StateId,
 }
 
@@ -355,14 +361,8 @@ impl Automaton {
     /// global.
     #[inline]
     pub fn moves(&self, s: StateId) -> (&[u8], Row<'_>, StateId) {
-        match self.table_of(s) {
-            0 => (&self.class_rep, self.trans.row(s as usize, self.n_classes), 0),
-            k => {
-                let r = &self.narrow[k - 1];
-                let t = &r.table;
-                (&t.class_rep, t.trans.row((s - r.first) as usize, t.n_classes), r.first)
-            }
-        }
+        let m = self.state_moves(s);
+        (m.class_rep, m.row, m.base)
     }
 
     /// The bytes `s` has a live move on (a 256-bit set), from its row: a
@@ -374,14 +374,10 @@ impl Automaton {
         if !self.flag(s, flags::BYTES) {
             return bits;
         }
-        let (_, row, _) = self.moves(s);
-        let class_bits = match self.table_of(s) {
-            0 => &self.class_bits,
-            k => &self.narrow[k - 1].table.class_bits,
-        };
-        for (c, t) in row.iter().enumerate() {
+        let m = self.state_moves(s);
+        for (c, t) in m.row.iter().enumerate() {
             if t != DEAD {
-                for (w, x) in bits.iter_mut().zip(class_bits[c]) {
+                for (w, x) in bits.iter_mut().zip(m.class_bits[c]) {
                     *w |= x;
                 }
             }
@@ -404,11 +400,23 @@ impl Automaton {
     #[inline]
     pub fn state_moves(&self, s: StateId) -> StateMoves<'_> {
         match self.table_of(s) {
-            0 => StateMoves { class_of: &self.class_of, row: self.trans.row(s as usize, self.n_classes), base: 0 },
+            0 => StateMoves {
+                class_of: &self.class_of,
+                class_rep: &self.class_rep,
+                class_bits: &self.class_bits,
+                row: self.trans.row(s as usize, self.n_classes),
+                base: 0,
+            },
             k => {
                 let r = &self.narrow[k - 1];
                 let t = &r.table;
-                StateMoves { class_of: &t.class_of, row: t.trans.row((s - r.first) as usize, t.n_classes), base: r.first }
+                StateMoves {
+                    class_of: &t.class_of,
+                    class_rep: &t.class_rep,
+                    class_bits: &t.class_bits,
+                    row: t.trans.row((s - r.first) as usize, t.n_classes),
+                    base: r.first,
+                }
             }
         }
     }
