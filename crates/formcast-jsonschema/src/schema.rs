@@ -271,7 +271,7 @@ fn role_of(role: Role, k: &str, v: &Json) -> Role {
 }
 
 /// The members of an object of role `role` that count.
-fn counted<'j>(role: Role, members: &'j [(String, Json)]) -> impl Iterator<Item = &'j (String, Json)> {
+fn counted(role: Role, members: &[(String, Json)]) -> impl Iterator<Item = &(String, Json)> {
     members.iter().filter(move |(k, _)| role != Role::Schema || !ignored_keyword(k))
 }
 
