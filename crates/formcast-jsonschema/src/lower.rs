@@ -297,9 +297,9 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     /// the per-request walk; with the closing quote inside, the rule finishes
     /// only at the quote and the per-state vocabulary partitions do the work.
     ///
-    /// A move whose characters take more than one byte class of one byte
-    /// (escapes, multi-byte UTF-8) goes into an inline rule of its own, one
-    /// per distinct (characters, target), which every state with that move
+    /// A move on characters not all written as one ASCII byte (escapes,
+    /// multi-byte UTF-8) goes into an inline rule of its own, one per
+    /// distinct (characters, target), which every state with that move
     /// calls: the engine builds a tail-called rule once, so the bytes inside
     /// the characters are one set of automaton states instead of a copy per
     /// state. The complement of a bounded key pattern (`{1,255}`) leaves to
