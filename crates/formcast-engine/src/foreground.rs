@@ -5,12 +5,17 @@
 //! its cores, caches and memory bandwidth with work meant to speed it up.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 /// When foreground work last ended, in microseconds since [`epoch`].
 static LAST_END_US: AtomicU64 = AtomicU64::new(0);
+
+/// How many pieces of foreground work have ended, with a condition variable
+/// that wakes [`wait_for_work_after`].
+static DONE: Mutex<u64> = Mutex::new(0);
+static DONE_CHANGED: Condvar = Condvar::new();
 
 fn epoch() -> Instant {
     static E: OnceLock<Instant> = OnceLock::new();
@@ -37,7 +42,30 @@ impl Drop for Foreground {
     fn drop(&mut self) {
         LAST_END_US.store(now_us(), Ordering::SeqCst);
         BUSY.fetch_sub(1, Ordering::SeqCst);
+        let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
+        *done += 1;
+        DONE_CHANGED.notify_all();
     }
+}
+
+/// Whether foreground work is running now.
+pub fn busy() -> bool {
+    BUSY.load(Ordering::SeqCst) != 0
+}
+
+/// How many pieces of foreground work have ended so far.
+pub fn work_done() -> u64 {
+    *DONE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Blocks (without polling) until more than `done` pieces of foreground
+/// work have ended, and returns the new count.
+pub fn wait_for_work_after(done: u64) -> u64 {
+    let mut n = DONE.lock().unwrap_or_else(|e| e.into_inner());
+    while *n <= done {
+        n = DONE_CHANGED.wait(n).unwrap_or_else(|e| e.into_inner());
+    }
+    *n
 }
 
 /// Returns once no foreground work has run for `quiet` (a schema's
@@ -58,8 +86,23 @@ pub fn wait_until_idle(quiet: Duration) {
 mod tests {
     use super::*;
 
+    /// The counters are process-wide: these tests take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    #[test]
+    fn wakes_when_foreground_work_ends() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let before = work_done();
+        let t = std::thread::spawn(move || wait_for_work_after(before));
+        std::thread::sleep(Duration::from_millis(10));
+        assert!(!t.is_finished(), "returned before any work ended");
+        drop(Foreground::begin());
+        assert_eq!(t.join().unwrap(), before + 1);
+    }
+
     #[test]
     fn waits_for_foreground_work_and_its_quiet_time() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         let fg = Foreground::begin();
         let t = std::thread::spawn(|| {
             wait_until_idle(Duration::from_millis(20));

@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod errors;
 mod grammar;
+mod heap;
 mod matcher;
 mod schema;
 mod structural;

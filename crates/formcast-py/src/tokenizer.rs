@@ -27,6 +27,7 @@ impl TokenizerInfo {
     fn build(py: Python<'_>, vocab: Vocab) -> PyResult<Self> {
         let index = Arc::new(py.detach(|| VocabIndex::new(&vocab)).map_err(to_py)?);
         prewarm_in_background(index.clone());
+        crate::heap::keep_reserve();
         Ok(TokenizerInfo { vocab: Arc::new(vocab), index })
     }
 }
