@@ -14,16 +14,6 @@ pub struct Grammar {
     pub(crate) inner: Arc<fg::Grammar>,
 }
 
-impl Drop for Grammar {
-    /// A schema's grammar is dropped as soon as it is compiled (the compile
-    /// call was the last to hold it), and freeing its expression trees took
-    /// a twentieth of the front-end's time on maskbench's slowest schemas:
-    /// the last reference usually goes to the dropping thread instead.
-    fn drop(&mut self) {
-        formcast_engine::dropper::drop_elsewhere(self.inner.clone());
-    }
-}
-
 #[pymethods]
 impl Grammar {
     /// Parses GBNF/EBNF text (llama.cpp's dialect); `root` names the start rule.
