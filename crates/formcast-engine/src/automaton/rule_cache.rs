@@ -209,19 +209,37 @@ fn seed() -> u64 {
 
 /// The key of `body` in a grammar with these `rules`, or `None` when it
 /// cannot be cached.
+/// Capacity past which the serialization buffer is not kept for the next key.
+const KEEP_BUFFER: usize = 1 << 20;
+
+thread_local! {
+    /// The serialization buffer, kept between keys: a compile keys every
+    /// rule, and a buffer grown afresh for each met new pages (a tenth of
+    /// the lookups' time in maskbench's slowest compiles).
+    static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 fn key_of(body: &Expr, rules: &[Rule]) -> Option<Key> {
-    let mut c = Canon { rules, out: Vec::with_capacity(256), seen: FxHashMap::default(), callees: Vec::new(), queue: Vec::new() };
-    if !c.walk(body, false, 0) {
-        return None;
-    }
-    while let Some((r, avoiding)) = c.queue.pop() {
-        let pos = c.seen[&r].0;
-        c.word(14 | (pos as u64) << 9 | (avoiding as u64) << 8);
-        if !c.walk(&rules[r as usize].body, avoiding, 0) {
-            return None;
+    let mut out = BUFFER.with(|b| b.take());
+    out.clear();
+    let mut c = Canon { rules, out, seen: FxHashMap::default(), callees: Vec::new(), queue: Vec::new() };
+    let written = c.walk(body, false, 0) && {
+        let mut ok = true;
+        while let Some((r, avoiding)) = c.queue.pop() {
+            let pos = c.seen[&r].0;
+            c.word(14 | (pos as u64) << 9 | (avoiding as u64) << 8);
+            if !c.walk(&rules[r as usize].body, avoiding, 0) {
+                ok = false;
+                break;
+            }
         }
+        ok
+    };
+    let key = written.then(|| Key { hash: xxh3_128_with_seed(&c.out, seed()), callees: std::mem::take(&mut c.callees) });
+    if c.out.capacity() <= KEEP_BUFFER {
+        BUFFER.with(|b| b.set(std::mem::take(&mut c.out)));
     }
-    Some(Key { hash: xxh3_128_with_seed(&c.out, seed()), callees: c.callees })
+    key
 }
 
 /// `dfa` with its calls renamed from `stored` to `ours` (position for position).
@@ -294,4 +312,44 @@ pub(super) fn store(key: Key, dfa: Arc<RuleDfa>, nfa_states: usize) {
     // Thousands of automata when the cache was full: freeing them took 5 ms
     // of the compile that filled it (wp_74 over maskbench, a 0.7 ms compile).
     crate::dropper::drop_elsewhere(evicted);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lit(s: &str) -> Expr {
+        Expr::Bytes(s.as_bytes().to_vec())
+    }
+
+    fn rule(name: &str, body: Expr, inline: bool) -> Rule {
+        Rule { name: name.into(), body, inline }
+    }
+
+    #[test]
+    fn keys_depend_on_the_body_and_what_is_built_in_place_not_on_rule_ids() {
+        // 0: a, 1: b (called), 2: c (inline, built in place).
+        let rules = vec![rule("a", lit("a"), false), rule("b", lit("b"), false), rule("c", lit("c"), true)];
+        let calls = |x: RuleId, y: RuleId| Expr::Seq(vec![lit("{"), Expr::Rule(x), Expr::Rule(y)]);
+        let key = |body: &Expr, rules: &[Rule]| key_of(body, rules).unwrap();
+
+        // The same body keyed twice (the buffer is reused) gives one key.
+        let first = key(&calls(0, 2), &rules);
+        assert_eq!(first.hash, key(&calls(0, 2), &rules).hash);
+        assert_eq!(first.callees, vec![0, 2]);
+        // A called rule is named by its position: calling b instead of a is
+        // the same automaton with other calls.
+        assert_eq!(first.hash, key(&calls(1, 2), &rules).hash);
+        // Calling the same rule twice is not calling two.
+        assert_ne!(first.hash, key(&calls(2, 2), &rules).hash);
+        // An inline rule's body is part of the key; a called rule's is not.
+        let mut other = rules.clone();
+        other[2].body = lit("C");
+        assert_ne!(first.hash, key(&calls(0, 2), &other).hash);
+        let mut other = rules.clone();
+        other[0].body = lit("A");
+        assert_eq!(first.hash, key(&calls(0, 2), &other).hash);
+        // A different literal is a different key.
+        assert_ne!(first.hash, key(&Expr::Seq(vec![lit("["), Expr::Rule(0), Expr::Rule(2)]), &rules).hash);
+    }
 }
