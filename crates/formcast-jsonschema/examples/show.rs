@@ -26,7 +26,9 @@ fn show(e: &Expr, names: &[String]) -> String {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let strict = std::env::var("LOOSE").is_err();
-    let opts = SchemaOptions { whitespace: Whitespace::Compact, strict, ..Default::default() };
+    // WS=n: at most n whitespace characters per gap (the default layout); compact otherwise.
+    let whitespace = std::env::var("WS").ok().and_then(|w| w.parse().ok()).map_or(Whitespace::Compact, |n| Whitespace::Any { max_per_gap: n });
+    let opts = SchemaOptions { whitespace, strict, ..Default::default() };
     let schema = if args[1].starts_with('@') { std::fs::read_to_string(&args[1][1..]).unwrap() } else { args[1].clone() };
     match json_schema_str_to_grammar(&schema, &opts) {
         Err(e) => println!("error: {e}"),
