@@ -80,6 +80,12 @@ fn prewarm_in_background(index: Arc<VocabIndex>) {
                 let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(&schema, &opts) else { continue };
                 let _ = formcast_engine::automaton::build_automaton(&grammar, &Default::default(), &budget);
             }
+            // The partitions (about 100 ms of trie walks) wait for the first
+            // schema to be over: a compile arriving meanwhile shared the
+            // machine with a walk (W3's, 70 ms after the tokenizer was
+            // built: median 1.6 ms beside it, 1.1 ms after it), and a
+            // schema's first mask seldom needs a string partition.
+            formcast_engine::foreground::wait_for_work_after(0);
             for cg in compiled {
                 // The states met between whole ASCII characters (those a
                 // token boundary usually falls on), not every UTF-8 middle.
