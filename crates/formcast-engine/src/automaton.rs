@@ -15,7 +15,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId};
+use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId, WordsExcept};
 use regex_syntax::utf8::Utf8Sequences;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -635,6 +635,7 @@ impl<'a> NfaBuilder<'a> {
                 self.build_text(&ac, cases, *repeat, TextBudget::default(), from, to, depth)?
             }
             Expr::Avoiding { expr, excludes } => self.build_avoiding(expr, excludes, from, to, depth)?,
+            Expr::WordsExcept(w) => self.build_words_except(w, from, to, depth)?,
             Expr::TokenDispatch { cases, excludes, repeat } => {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
                 self.build(&lowered, from, to, depth + 1)?;
@@ -698,6 +699,60 @@ impl<'a> NfaBuilder<'a> {
         self.inline.as_mut().expect("inline mode").pop();
         self.states[out as usize].eps.push(to);
         Ok(())
+    }
+
+    /// The trie of `w.words`, one state per node: a child's byte moves to
+    /// it, a byte of `leave` that continues no word moves into `exit`, and
+    /// `other` (and, where no word ends, `stop`) may follow any node. The
+    /// three continuations are built once, from one entry state each.
+    fn build_words_except(&mut self, w: &WordsExcept, from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+        let entry = |b: &mut Self, e: &Expr| -> Result<u32, EngineError> {
+            let s = b.new_state()?;
+            b.build(e, s, to, depth + 1)?;
+            Ok(s)
+        };
+        let exit = entry(self, &w.exit)?;
+        let other = entry(self, &w.other)?;
+        let stop = if w.has_open_node() { Some(entry(self, &w.stop)?) } else { None };
+        let mut result = Ok(());
+        w.nodes(from, |node, &s| {
+            if result.is_err() {
+                return vec![s; node.children.len()];
+            }
+            let st = &mut self.states[s as usize];
+            st.eps.push(other);
+            if let (false, Some(stop)) = (node.terminal, stop) {
+                st.eps.push(stop);
+            }
+            let mut children = Vec::with_capacity(node.children.len());
+            for &(lo, hi) in &w.leave {
+                // The bytes of lo..=hi that no child takes.
+                let mut b = lo as u32;
+                for &(c, _) in node.children.iter().filter(|&&(c, _)| lo <= c && c <= hi) {
+                    if (c as u32) > b {
+                        self.states[s as usize].bytes.push((b as u8, c - 1, exit));
+                    }
+                    b = c as u32 + 1;
+                }
+                if b <= hi as u32 {
+                    self.states[s as usize].bytes.push((b as u8, hi, exit));
+                }
+            }
+            for &(c, _) in &node.children {
+                match self.new_state() {
+                    Ok(t) => {
+                        self.states[s as usize].bytes.push((c, c, t));
+                        children.push(t);
+                    }
+                    Err(e) => {
+                        result = Err(e);
+                        children.push(s);
+                    }
+                }
+            }
+            children
+        });
+        result
     }
 
     /// The texts of `expr` avoiding `excludes`: `expr` is built on its own
@@ -1618,6 +1673,13 @@ fn called_rules(grammar: &Grammar) -> Result<(Vec<bool>, usize), EngineError> {
             Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => note(expr, false, rules, out, weight)?,
             Expr::TextDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out, weight))?,
             Expr::TokenDispatch { cases, .. } => cases.iter().try_for_each(|(_, x)| note(x, false, rules, out, weight))?,
+            // Each of the three ends the expression.
+            Expr::WordsExcept(w) => {
+                *weight += w.words.iter().map(|x| x.len()).sum::<usize>();
+                for x in [&w.exit, &w.other, &w.stop] {
+                    note(x, tail, rules, out, weight)?;
+                }
+            }
             _ => {}
         }
         Ok(())
@@ -1637,6 +1699,7 @@ fn called_rules(grammar: &Grammar) -> Result<(Vec<bool>, usize), EngineError> {
 fn has_avoiding(e: &Expr) -> bool {
     match e {
         Expr::Avoiding { .. } => true,
+        Expr::WordsExcept(w) => [&w.exit, &w.other, &w.stop].into_iter().any(has_avoiding),
         Expr::Seq(v) | Expr::Alt(v) => v.iter().any(has_avoiding),
         Expr::Repeat { expr, .. } => has_avoiding(expr),
         Expr::TextDispatch { cases, .. } => cases.iter().any(|(_, e)| has_avoiding(e)),

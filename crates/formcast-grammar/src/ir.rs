@@ -83,6 +83,89 @@ pub enum Expr {
     /// may recurse only through tail calls (regular languages written as
     /// right-linear rules).
     Avoiding { expr: Box<Expr>, excludes: Vec<Vec<u8>> },
+    /// Any text that is not one of a set of words, given as their trie (see
+    /// [`WordsExcept`]): an open object's undeclared keys.
+    WordsExcept(std::sync::Arc<WordsExcept>),
+}
+
+/// The texts that leave the trie of `words`. From every node of the trie
+/// (every prefix of a word, the empty one included) the text goes on with
+/// a byte of `leave` that continues no word there and then `exit`, or with
+/// `other`, or, where no word ends, with `stop`; or it steps to a child.
+/// A key that may be any string but the declared names is `"` then
+/// `leave` = the printable ASCII characters a name is spelled with,
+/// `exit` = `Σ* "`, `other` = any other character then `Σ* "`, `stop` =
+/// `"`. Kept as words rather than spelled as the trie's expression: a
+/// Kubernetes schema's key complements were three quarters of its
+/// expression, which every pass walked.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct WordsExcept {
+    /// Sorted, without duplicates.
+    pub words: Vec<Vec<u8>>,
+    /// Sorted, disjoint byte ranges.
+    pub leave: Vec<(u8, u8)>,
+    pub exit: Expr,
+    pub other: Expr,
+    pub stop: Expr,
+}
+
+/// A node of a [`WordsExcept`] trie, as [`WordsExcept::nodes`] visits it.
+pub struct TrieNode<'w> {
+    /// The node's depth (its prefix's length).
+    pub depth: usize,
+    /// A word ends here.
+    pub terminal: bool,
+    /// Per child, its byte and the words below it (a run of `words`).
+    pub children: Vec<(u8, &'w [Vec<u8>])>,
+}
+
+impl WordsExcept {
+    /// Calls `f` for every node, depth first (a node before its children),
+    /// with an explicit stack: a word may be long. `f` returns what the
+    /// node's children get from it (a parent state, say).
+    pub fn nodes<T: Clone>(&self, root: T, mut f: impl FnMut(&TrieNode<'_>, &T) -> Vec<T>) {
+        let mut stack: Vec<(&[Vec<u8>], usize, T)> = vec![(&self.words[..], 0, root)];
+        while let Some((words, depth, from)) = stack.pop() {
+            let terminal = words.first().is_some_and(|w| w.len() == depth);
+            let below = if terminal { &words[1..] } else { words };
+            let mut children: Vec<(u8, &[Vec<u8>])> = Vec::new();
+            let mut k = 0;
+            while k < below.len() {
+                let c = below[k][depth];
+                let end = k + below[k..].partition_point(|w| w[depth] == c);
+                children.push((c, &below[k..end]));
+                k = end;
+            }
+            let node = TrieNode { depth, terminal, children };
+            let given = f(&node, &from);
+            for ((_, sub), t) in node.children.iter().zip(given).rev() {
+                stack.push((sub, depth + 1, t));
+            }
+        }
+    }
+
+    /// Whether some node is not a word (where `stop` may follow).
+    pub fn has_open_node(&self) -> bool {
+        if self.words.first().is_none_or(|w| !w.is_empty()) {
+            return true; // the root
+        }
+        let mut open = false;
+        self.nodes((), |n, _| {
+            open |= !n.terminal;
+            vec![(); n.children.len()]
+        });
+        open
+    }
+
+    /// Whether some node can be left with a byte of `leave`.
+    pub fn has_exit(&self) -> bool {
+        let mut exit = false;
+        self.nodes((), |n, _| {
+            exit |= self.leave.iter().any(|&(lo, hi)| (lo..=hi).any(|b| !n.children.iter().any(|&(c, _)| c == b)));
+            vec![(); n.children.len()]
+        });
+        exit
+    }
 }
 
 /// A named rule.
@@ -168,6 +251,12 @@ impl Expr {
             Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => expr.remap_rules(map),
             Expr::TokenDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| x.remap_rules(map)),
             Expr::TextDispatch { cases, .. } => cases.iter_mut().for_each(|(_, x)| x.remap_rules(map)),
+            Expr::WordsExcept(w) => {
+                let w = std::sync::Arc::make_mut(w);
+                for x in [&mut w.exit, &mut w.other, &mut w.stop] {
+                    x.remap_rules(map);
+                }
+            }
             _ => {}
         }
     }
@@ -209,6 +298,12 @@ impl Expr {
                     x.hash_and_refs(h, refs);
                 }
             }
+            Expr::WordsExcept(w) => {
+                (&w.words, &w.leave).hash(h);
+                for x in [&w.exit, &w.other, &w.stop] {
+                    x.hash_and_refs(h, refs);
+                }
+            }
             // Leaves: no references.
             leaf => leaf.hash(h),
         }
@@ -222,6 +317,7 @@ impl Expr {
             Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => expr.rule_refs(out),
             Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| x.rule_refs(out)),
             Expr::TextDispatch { cases, .. } => cases.iter().for_each(|(_, x)| x.rule_refs(out)),
+            Expr::WordsExcept(w) => [&w.exit, &w.other, &w.stop].into_iter().for_each(|x| x.rule_refs(out)),
             _ => {}
         }
     }
@@ -406,5 +502,59 @@ mod merge_tests {
         assert_eq!((&g.rules[2].body, &g.rules[4].body), (&Expr::Nothing, &Expr::Nothing));
         assert_eq!(g.rules[5].body, lit("y"));
         assert_eq!(g.root, 0);
+    }
+
+    fn words_except(words: &[&str], exit: Expr) -> Expr {
+        Expr::WordsExcept(std::sync::Arc::new(WordsExcept {
+            words: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+            leave: vec![(b'a', b'z')],
+            exit,
+            other: Expr::Nothing,
+            stop: Expr::literal("\""),
+        }))
+    }
+
+    #[test]
+    fn merging_reaches_the_references_inside_a_trie_of_words() {
+        // k1 and k2 differ only by which of two equal rules they leave to:
+        // once x2 merges into x1, they are equal too.
+        let mut g = Grammar {
+            rules: vec![
+                Rule::new("root", Expr::Alt(vec![Expr::Rule(1), Expr::Rule(2)])),
+                Rule::new("k1", words_except(&["ab", "b"], Expr::Rule(3))),
+                Rule::new("k2", words_except(&["ab", "b"], Expr::Rule(4))),
+                Rule::new("x1", Expr::literal("x")),
+                Rule::new("x2", Expr::literal("x")),
+            ],
+            root: 0,
+        };
+        g.merge_duplicate_rules();
+        assert_eq!(g.rules[0].body, Expr::Alt(vec![Expr::Rule(1), Expr::Rule(1)]));
+        assert_eq!(g.rules[1].body, words_except(&["ab", "b"], Expr::Rule(3)));
+        assert_eq!((&g.rules[2].body, &g.rules[4].body), (&Expr::Nothing, &Expr::Nothing));
+        let mut refs = Vec::new();
+        g.rules[1].body.rule_refs(&mut refs);
+        assert_eq!(refs, vec![3]);
+    }
+
+    #[test]
+    fn a_trie_of_words_knows_where_it_may_stop_and_leave() {
+        let w = |words: &[&str], leave: Vec<(u8, u8)>| WordsExcept {
+            words: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+            leave,
+            exit: Expr::Empty,
+            other: Expr::Nothing,
+            stop: Expr::Empty,
+        };
+        // Every node of {"", "a"} is a word; of {"ab"}, none is.
+        assert!(!w(&["", "a"], vec![]).has_open_node());
+        assert!(w(&["", "ab"], vec![]).has_open_node());
+        assert!(w(&[], vec![]).has_open_node());
+        // Left by a byte of `leave` that no child takes there: a leaf takes
+        // none, so only an empty `leave` or a trie of no leaf (none exists)
+        // cannot be left.
+        assert!(!w(&["a"], vec![]).has_exit());
+        assert!(w(&["", "a"], vec![(b'a', b'a')]).has_exit(), "the node \"a\" has no child");
+        assert!(w(&[], vec![(b'a', b'a')]).has_exit());
     }
 }

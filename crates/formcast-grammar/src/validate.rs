@@ -57,6 +57,15 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize, refs: &mut Vec<usize
             | Expr::TextExcluding(_)
             | Expr::BoundedText { .. } => {}
             Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| (e, depth + 2))),
+            Expr::WordsExcept(w) => {
+                if !w.words.windows(2).all(|p| p[0] < p[1]) {
+                    return Err(invalid("lists its trie's words unsorted or twice".into()));
+                }
+                if !w.leave.windows(2).all(|p| p[0].1 < p[1].0) || w.leave.iter().any(|&(lo, hi)| lo > hi) {
+                    return Err(invalid("has byte ranges out of order".into()));
+                }
+                stack.extend([(&w.exit, depth + 1), (&w.other, depth + 1), (&w.stop, depth + 1)]);
+            }
             Expr::Avoiding { expr, excludes } => {
                 if excludes.iter().any(|x| x.is_empty()) {
                     return Err(invalid("excludes the empty string (no text would be left)".into()));
@@ -156,6 +165,11 @@ fn derives(e: &Expr, rule_ok: &dyn Fn(usize) -> bool) -> bool {
         // excludes is only known once the automaton is built, and the engine
         // reports an empty language then.
         Expr::Avoiding { expr, .. } => derives(expr, rule_ok),
+        // `other` may follow the root; `stop` a node that is not a word;
+        // `exit` a byte of `leave` that continues no word.
+        Expr::WordsExcept(w) => {
+            derives(&w.other, rule_ok) || (derives(&w.stop, rule_ok) && w.has_open_node()) || (derives(&w.exit, rule_ok) && w.has_exit())
+        }
     }
 }
 
@@ -423,5 +437,27 @@ mod tests {
         }
         let g = grammar(vec![("root", e)]);
         assert!(matches!(validate(&g), Err(GrammarError::Limit(_))));
+    }
+
+    #[test]
+    fn a_trie_of_words_is_checked_and_may_be_empty() {
+        let trie = |words: &[&str], stop: Expr| {
+            Expr::WordsExcept(std::sync::Arc::new(crate::WordsExcept {
+                words: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+                leave: vec![],
+                exit: Expr::Nothing,
+                other: Expr::Nothing,
+                stop,
+            }))
+        };
+        assert!(validate(&grammar(vec![("root", trie(&["a", "b"], Expr::Empty))])).is_ok());
+        let unsorted = validate(&grammar(vec![("root", trie(&["b", "a"], Expr::Empty))]));
+        assert!(matches!(unsorted, Err(GrammarError::Invalid(ref m)) if m.contains("unsorted")), "{unsorted:?}");
+        // Every node is a word and nothing else may follow: no text at all.
+        let empty = validate(&grammar(vec![("root", trie(&["", "a"], Expr::Empty))]));
+        assert!(matches!(empty, Err(GrammarError::EmptyLanguage(_))), "{empty:?}");
+        // A reference inside must exist.
+        let dangling = validate(&grammar(vec![("root", trie(&["a"], Expr::Rule(7)))]));
+        assert!(matches!(dangling, Err(GrammarError::Invalid(_))), "{dangling:?}");
     }
 }

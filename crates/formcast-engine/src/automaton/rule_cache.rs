@@ -188,6 +188,16 @@ impl Canon<'_> {
                     }
                 }
             }
+            Expr::WordsExcept(w) => {
+                self.word(15);
+                self.strings(&w.words);
+                self.ranges(16, w.leave.iter().map(|&(lo, hi)| (lo as u32, hi as u32)));
+                for x in [&w.exit, &w.other, &w.stop] {
+                    if !self.walk(x, avoiding, depth + 1) {
+                        return false;
+                    }
+                }
+            }
             Expr::Token(_) | Expr::AnyTokenExcept(_) | Expr::TokenDispatch { .. } => return false,
         }
         true
@@ -351,5 +361,24 @@ mod tests {
         assert_eq!(first.hash, key(&calls(0, 2), &other).hash);
         // A different literal is a different key.
         assert_ne!(first.hash, key(&Expr::Seq(vec![lit("["), Expr::Rule(0), Expr::Rule(2)]), &rules).hash);
+
+        // A trie of words: its words and what it leaves to are the key.
+        let trie = |words: &[&str], exit: RuleId| {
+            Expr::WordsExcept(Arc::new(formcast_grammar::WordsExcept {
+                words: words.iter().map(|w| w.as_bytes().to_vec()).collect(),
+                leave: vec![(b'a', b'z')],
+                exit: Expr::Rule(exit),
+                other: Expr::Rule(2),
+                stop: lit("\""),
+            }))
+        };
+        let t = key(&trie(&["ab", "c"], 0), &rules);
+        assert_eq!(t.callees, vec![0, 2]);
+        assert_eq!(t.hash, key(&trie(&["ab", "c"], 1), &rules).hash);
+        assert_ne!(t.hash, key(&trie(&["ab", "d"], 0), &rules).hash);
+        assert_ne!(t.hash, key(&trie(&["ab", "c"], 2), &rules).hash);
+        let mut changed = rules.clone();
+        changed[2].body = lit("C");
+        assert_ne!(t.hash, key(&trie(&["ab", "c"], 0), &changed).hash, "the inline rule's body counts");
     }
 }
