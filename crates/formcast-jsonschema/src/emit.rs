@@ -536,6 +536,29 @@ pub fn complement_expr_linked(excluded: &std::collections::BTreeSet<String>, enc
     go(&words, 0, &Cx { enc, other, any_then_tail, other_then_tail, tail })
 }
 
+/// [`complement_expr_linked`]'s language as the engine's trie of words
+/// ([`formcast_grammar::WordsExcept`]) when every word is spelled with
+/// printable ASCII characters but `"` and `\` (so each character is one
+/// byte, written as itself): the front-end, the passes over the grammar and
+/// the rule cache's key then handle the words instead of a trie of
+/// expressions, and the engine builds the trie's states directly. `None`
+/// for other words.
+pub fn complement_words(excluded: &std::collections::BTreeSet<String>, any_then_tail: &Expr, other_then_tail: &Expr, tail: &Expr) -> Option<Expr> {
+    if !excluded.iter().all(|w| w.chars().all(is_simple)) {
+        return None;
+    }
+    let leave = crate::strings::SIMPLE_CHARS.iter().map(|&(lo, hi)| (lo as u8, hi as u8)).collect();
+    // A `BTreeSet<String>` is in byte order.
+    let words = excluded.iter().map(|w| w.as_bytes().to_vec()).collect();
+    Some(Expr::WordsExcept(std::sync::Arc::new(formcast_grammar::WordsExcept {
+        words,
+        leave,
+        exit: any_then_tail.clone(),
+        other: other_then_tail.clone(),
+        stop: tail.clone(),
+    })))
+}
+
 /// One character of a JSON string in canonical form (as `json.dumps`
 /// writes it, `\/` and both hex cases also accepted): the unit of
 /// length-bounded strings, about half the automaton of [`json_any_char`].

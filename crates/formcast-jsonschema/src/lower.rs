@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use formcast_grammar::{Expr, RuleId};
 
-use crate::emit::{alt, complement_expr, complement_expr_linked, complement_other_and_any, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
+use crate::emit::{alt, complement_expr, complement_expr_linked, complement_other_and_any, complement_words, json_any_char, json_canonical_char, lit, re_expr, seq, Emitter, Enc, Layout};
 use crate::error::{Result, SchemaError};
 use crate::numbers::{json_integer, json_number, NumLang, NumPiece};
 use crate::re::Re;
@@ -212,7 +212,9 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                 // A rule of its own whatever its size: the continuations
                 // are shared only where they end the rule.
                 let (any_then_tail, other_then_tail) = self.complement_rests()?;
-                let body = seq(vec![quote.clone(), complement_expr_linked(&excluded, Enc::Json, &any_then_tail, &other_then_tail, &quote)]);
+                let rest = complement_words(&excluded, &any_then_tail, &other_then_tail, &quote)
+                    .unwrap_or_else(|| complement_expr_linked(&excluded, Enc::Json, &any_then_tail, &other_then_tail, &quote));
+                let body = seq(vec![quote.clone(), rest]);
                 Expr::Rule(self.em.add("string", body).map_err(|r| limit("", r))?)
             } else {
                 let e = self.avoid(seq(vec![quote.clone(), complement_expr(&excluded, Enc::Json, quote)]));

@@ -360,3 +360,44 @@ fn lenient_mode_reports_each_equal_subschema() {
     at.sort();
     assert_eq!(at, ["/properties/labels/uniqueItems", "/properties/tags/uniqueItems"]);
 }
+
+/// JSON text of a key (the strings below need no escapes but `"`, `\` and a newline).
+fn key_text(k: &str) -> String {
+    let mut out = String::from("\"");
+    for c in k.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 64, ..Default::default() })]
+
+    /// Declared names spelled with printable ASCII only (the engine's trie
+    /// of words; the test above mostly meets names spelled as an
+    /// expression): a declared name takes its own schema's value, any other
+    /// key the additional one's. The characters sit at the edges of the
+    /// ranges a trie node is left by (space, `!`, `#`, `[`, `]`, `~`).
+    #[test]
+    fn undeclared_keys_around_printable_names(
+        names in proptest::collection::btree_set("[ab!#\\[\\] ~]{0,3}", 0..6),
+        keys in proptest::collection::vec("[ab!#\\[\\] ~]{0,4}|a\"|a\\\\|é|\n|[ab]{1,2}é", 1..12),
+    ) {
+        let props: Vec<String> = names.iter().map(|n| format!("{}: {{\"type\": \"integer\"}}", key_text(n))).collect();
+        let schema = format!("{{\"type\": \"object\", \"properties\": {{{}}}, \"additionalProperties\": {{\"type\": \"boolean\"}}}}", props.join(", "));
+        let g = G::new(&schema, &compact(false));
+        for k in keys.iter().chain(names.iter()) {
+            let declared = names.contains(k);
+            let as_int = format!("{{{}:1}}", key_text(k));
+            let as_bool = format!("{{{}:true}}", key_text(k));
+            proptest::prop_assert_eq!(g.accepts(&as_int), declared, "{} in {:?}", as_int, names);
+            proptest::prop_assert_eq!(g.accepts(&as_bool), !declared, "{} in {:?}", as_bool, names);
+        }
+    }
+}
