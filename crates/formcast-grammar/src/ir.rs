@@ -119,6 +119,23 @@ pub struct TrieNode<'w> {
     pub children: Vec<(u8, &'w [Vec<u8>])>,
 }
 
+/// A node of the trie of `words` (sorted, all sharing their first `depth`
+/// symbols): whether a word ends there, and each child's symbol with the
+/// words below it (a contiguous run, the words being sorted).
+pub fn trie_node<T: Copy + PartialEq>(words: &[Vec<T>], depth: usize) -> (bool, Vec<(T, &[Vec<T>])>) {
+    let terminal = words.first().is_some_and(|w| w.len() == depth);
+    let below = if terminal { &words[1..] } else { words };
+    let mut runs: Vec<(T, &[Vec<T>])> = Vec::new();
+    let mut k = 0;
+    while k < below.len() {
+        let c = below[k][depth];
+        let end = k + below[k..].partition_point(|w| w[depth] == c);
+        runs.push((c, &below[k..end]));
+        k = end;
+    }
+    (terminal, runs)
+}
+
 impl WordsExcept {
     /// Calls `f` for every node, depth first (a node before its children),
     /// with an explicit stack: a word may be long. `f` returns what the
@@ -126,16 +143,7 @@ impl WordsExcept {
     pub fn nodes<T: Clone>(&self, root: T, mut f: impl FnMut(&TrieNode<'_>, &T) -> Vec<T>) {
         let mut stack: Vec<(&[Vec<u8>], usize, T)> = vec![(&self.words[..], 0, root)];
         while let Some((words, depth, from)) = stack.pop() {
-            let terminal = words.first().is_some_and(|w| w.len() == depth);
-            let below = if terminal { &words[1..] } else { words };
-            let mut children: Vec<(u8, &[Vec<u8>])> = Vec::new();
-            let mut k = 0;
-            while k < below.len() {
-                let c = below[k][depth];
-                let end = k + below[k..].partition_point(|w| w[depth] == c);
-                children.push((c, &below[k..end]));
-                k = end;
-            }
+            let (terminal, children) = trie_node(words, depth);
             let node = TrieNode { depth, terminal, children };
             let given = f(&node, &from);
             for ((_, sub), t) in node.children.iter().zip(given).rev() {

@@ -514,22 +514,7 @@ pub fn set_re(s: &BTreeSet<String>) -> Re {
 /// at every trie node (see [`complement_of_set`]).
 pub(crate) const SIMPLE_CHARS: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0x5D, 0x7E)];
 
-/// A node of the trie of `words` (sorted, all sharing their first `depth`
-/// characters): whether a word ends there, and each child's character with
-/// the words below it (a contiguous run, the words being sorted).
-pub(crate) fn trie_node(words: &[Vec<char>], depth: usize) -> (bool, Vec<(char, &[Vec<char>])>) {
-    let terminal = words.first().is_some_and(|w| w.len() == depth);
-    let below = if terminal { &words[1..] } else { words };
-    let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
-    let mut k = 0;
-    while k < below.len() {
-        let c = below[k][depth];
-        let end = k + below[k..].partition_point(|w| w[depth] == c);
-        runs.push((c, &below[k..end]));
-        k = end;
-    }
-    (terminal, runs)
-}
+pub(crate) use formcast_grammar::trie_node;
 
 /// All strings except those of `excluded`: leave the trie of the words at
 /// some node (then anything), or stop at a node that is not a word.
