@@ -116,16 +116,19 @@ pub struct TrieNode<'w> {
     /// A word ends here.
     pub terminal: bool,
     /// Per child, its byte and the words below it (a run of `words`).
-    pub children: Vec<(u8, &'w [Vec<u8>])>,
+    pub children: TrieChildren<'w, u8>,
 }
+
+/// The children of a trie node: each child's symbol with the words below it.
+pub type TrieChildren<'w, T> = Vec<(T, &'w [Vec<T>])>;
 
 /// A node of the trie of `words` (sorted, all sharing their first `depth`
 /// symbols): whether a word ends there, and each child's symbol with the
 /// words below it (a contiguous run, the words being sorted).
-pub fn trie_node<T: Copy + PartialEq>(words: &[Vec<T>], depth: usize) -> (bool, Vec<(T, &[Vec<T>])>) {
+pub fn trie_node<T: Copy + PartialEq>(words: &[Vec<T>], depth: usize) -> (bool, TrieChildren<'_, T>) {
     let terminal = words.first().is_some_and(|w| w.len() == depth);
     let below = if terminal { &words[1..] } else { words };
-    let mut runs: Vec<(T, &[Vec<T>])> = Vec::new();
+    let mut runs: TrieChildren<'_, T> = Vec::new();
     let mut k = 0;
     while k < below.len() {
         let c = below[k][depth];
