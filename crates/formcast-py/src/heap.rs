@@ -6,8 +6,9 @@
 //! Once foreground work (see `formcast_engine::foreground`) has ended and
 //! the process has been quiet for a moment, a thread allocates the reserve
 //! in blocks, writes one byte of each page and frees it all. The allocator
-//! keeps memory it got back mapped for its purge delay (mimalloc: 1 s) and
-//! hands it out again, so the next compile's new pages are already there;
+//! keeps the freed memory (it hands nothing back to the system, see
+//! `tune_allocator` in lib.rs) and hands it out again, so the next
+//! compile's new pages are already there;
 //! what the compile kept, the next refill faults in off its path. A
 //! process with no compiles never starts the thread, and an idle one sleeps
 //! on a condition variable. `FORMCAST_HEAP_RESERVE_MB` sets the size (0: no
