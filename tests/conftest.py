@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -11,6 +14,24 @@ import formcast as fc
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 TOKENIZERS = SHARED / "tokenizers"
+
+
+def run_with_llama3(script: str, paths: list[Path], env: dict[str, str | None], wrapper: list[str] = ()) -> str:
+    """Runs `script` in a fresh interpreter (under `wrapper`, strace say)
+    with the Llama-3 ranks file and `paths` as arguments, this process's
+    environment changed by `env` (None removes a variable); returns what it
+    printed. A fresh process: allocator settings are read at start-up."""
+    full = {k: v for k, v in os.environ.items() if k not in env}
+    full.update({k: v for k, v in env.items() if v is not None})
+    out = subprocess.run(
+        [*wrapper, sys.executable, "-c", script, str(TOKENIZERS / "llama3-tokenizer.model"), *map(str, paths)],
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    return out.stdout
 
 
 @pytest.fixture(scope="session")

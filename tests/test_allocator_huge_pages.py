@@ -9,13 +9,10 @@ depend on the machine's speed or load.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from conftest import SHARED, TOKENIZERS
+from conftest import SHARED, run_with_llama3
 
 WORKLOADS = SHARED / "data" / "bench-workloads"
 
@@ -41,19 +38,9 @@ def thp_mode() -> str:
     return text[text.find("[") + 1 : text.find("]")]
 
 
-def huge_page_kib(env_extra: dict[str, str]) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_ALLOW_THP"}
-    env.update(env_extra)
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(TOKENIZERS / "llama3-tokenizer.model")]
-        + [str(p) for p in sorted(WORKLOADS.glob("W*.json")) if json.loads(p.read_text()).get("schema")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return int(out.stdout.strip().splitlines()[-1])
+def huge_page_kib(env: dict[str, str | None]) -> int:
+    schemas = [p for p in sorted(WORKLOADS.glob("W*.json")) if json.loads(p.read_text()).get("schema")]
+    return int(run_with_llama3(SCRIPT, schemas, {"MIMALLOC_ALLOW_THP": None, **env}).strip().splitlines()[-1])
 
 
 @pytest.mark.skipif(thp_mode() != "madvise", reason="huge pages only on request (madvise) shows what the setting changes")

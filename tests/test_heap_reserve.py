@@ -9,15 +9,11 @@ time: the count does not depend on the machine's speed or load.
 
 from __future__ import annotations
 
-import json
-import os
 import shutil
-import subprocess
-import sys
 
 import pytest
 
-from conftest import SHARED, TOKENIZERS
+from conftest import SHARED, run_with_llama3
 
 MASKBENCH = SHARED / "data" / "maskbench-dev"
 
@@ -41,21 +37,10 @@ print(faults)
 
 
 def compile_faults(reserve_mb: str | None) -> int:
-    env = {k: v for k, v in os.environ.items() if k != "FORMCAST_HEAP_RESERVE_MB"}
-    if reserve_mb is not None:
-        env["FORMCAST_HEAP_RESERVE_MB"] = reserve_mb
     # Forty real schemas of some size, each compiled once: the heap grows
     # with every grammar the compiler keeps.
     schemas = sorted(MASKBENCH.glob("Github_hard*.json"))[:40]
-    out = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(TOKENIZERS / "llama3-tokenizer.model")] + [str(p) for p in schemas],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
-    return int(out.stdout.strip().splitlines()[-1])
+    return int(run_with_llama3(SCRIPT, schemas, {"FORMCAST_HEAP_RESERVE_MB": reserve_mb}).strip().splitlines()[-1])
 
 
 def test_compiles_take_their_new_pages_from_the_touched_reserve():
@@ -65,7 +50,6 @@ def test_compiles_take_their_new_pages_from_the_touched_reserve():
     # comparison shows the reserve is what makes the difference.
     assert without >= 1000, f"only {without} page faults without the reserve; the test measures nothing"
     assert default * 4 <= without, f"{default} page faults with the reserve, {without} without"
-
 
 
 PAUSE_SCRIPT = r"""
@@ -82,20 +66,10 @@ for p in paths:
 def memory_handed_back(purge_delay: str | None, tmp_path) -> int:
     """How often the allocator handed memory back to the kernel
     (madvise(MADV_DONTNEED)) over compiles with pauses between them."""
-    env = {k: v for k, v in os.environ.items() if k != "MIMALLOC_PURGE_DELAY"}
-    if purge_delay is not None:
-        env["MIMALLOC_PURGE_DELAY"] = purge_delay
     trace = tmp_path / f"madvise-{purge_delay}.txt"
     schemas = sorted(MASKBENCH.glob("Kubernetes*.json"))[:3]
-    subprocess.run(
-        ["strace", "-f", "-e", "trace=madvise", "-o", str(trace), sys.executable, "-c", PAUSE_SCRIPT, str(TOKENIZERS / "llama3-tokenizer.model")]
-        + [str(p) for p in schemas],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=True,
-    )
+    strace = ["strace", "-f", "-e", "trace=madvise", "-o", str(trace)]
+    run_with_llama3(PAUSE_SCRIPT, schemas, {"MIMALLOC_PURGE_DELAY": purge_delay}, wrapper=strace)
     # A thread's exit hands back its stack once; count the rest.
     return sum("MADV_DONTNEED" in line for line in trace.read_text().splitlines())
 
