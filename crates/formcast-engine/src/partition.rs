@@ -241,12 +241,12 @@ fn signature_key(sig: &[u32]) -> u128 {
 #[derive(Debug, Default)]
 pub struct SkipMemo(Mutex<Skips>);
 
-/// Per state: its [`Skip`], and its text run (see [`text_run`]), each
-/// computed on first need.
+/// Per state: its [`Skip`], and its text run with whether the character
+/// after it dies (see [`text_run`]), each computed on first need.
 #[derive(Debug, Default)]
 struct Skips {
     skips: FxHashMap<StateId, Skip>,
-    texts: FxHashMap<StateId, u32>,
+    texts: FxHashMap<StateId, (u32, bool)>,
 }
 
 impl SkipMemo {
@@ -318,12 +318,14 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
 pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])> {
     const MAX_DIFF: u32 = 64;
     let majority = |u: StateId| -> StateId {
-        let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
-        let moves = a.state_moves(u);
-        for b in 0..=255u8 {
-            let t = moves.next(b);
+        let mut counts: Vec<(StateId, u32)> = Vec::new();
+        for (t, bits) in a.state_moves(u).by_class() {
             if t != DEAD {
-                *counts.entry(t).or_insert(0) += 1;
+                let n: u32 = bits.iter().map(|w| w.count_ones()).sum();
+                match counts.iter_mut().find(|c| c.0 == t) {
+                    Some(c) => c.1 += n,
+                    None => counts.push((t, n)),
+                }
             }
         }
         counts.into_iter().max_by_key(|&(t, n)| (n, std::cmp::Reverse(t))).map(|(t, _)| t).unwrap_or(DEAD)
@@ -336,13 +338,29 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     let mut n = 0;
     let mut budget = 4096u32;
     let (moves_s, moves_r) = (a.state_moves(s), a.state_moves(r));
-    for b in 0..=255u8 {
-        if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut budget) {
-            diff[b as usize / 64] |= 1 << (b % 64);
-            n += 1;
+    if a.table_of(s) == a.table_of(r) {
+        // One row each over the same classes: compared class by class.
+        for ((ts, bits), (tr, _)) in moves_s.by_class().zip(moves_r.by_class()) {
+            if !same_future(a, ts, tr, 3, &mut budget) {
+                or_into(&mut diff, bits);
+                n += bits.iter().map(|w| w.count_ones()).sum::<u32>();
+                if n > MAX_DIFF {
+                    return None;
+                }
+            }
+        }
+    } else {
+        for b in 0..=255u8 {
+            if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut budget) {
+                diff[b as usize / 64] |= 1 << (b % 64);
+                n += 1;
+                if n > MAX_DIFF {
+                    return None;
+                }
+            }
         }
     }
-    (n <= MAX_DIFF).then_some((r, diff))
+    Some((r, diff))
 }
 
 /// Whether `x` and `y` walk alike: equal, or interior states with the same
@@ -413,6 +431,10 @@ pub struct Skip {
     /// The state's text run ([`text_run`]) once a walk needed it
     /// (`TEXT_UNKNOWN` before).
     text: u32,
+    /// Whether, past its text run, every character of text dies: then the
+    /// tokens of a text subtree are exactly those that start at most
+    /// `text` characters ([`accept_text_up_to`]).
+    text_dead: bool,
 }
 
 const TEXT_UNKNOWN: u32 = u32::MAX - 1;
@@ -447,9 +469,10 @@ fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) ->
         // characters alike, so they are among its skip's bytes (checked
         // first: most states fail here, cheaply).
         let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
-        sk.text = if ascii { text_run(a, t, cap, &mut m.texts) } else { 0 };
+        (sk.text, sk.text_dead) = if ascii { text_run(a, t, cap, m) } else { (0, false) };
         if let Some(k) = m.skips.get_mut(&t) {
             k.text = sk.text;
+            k.text_dead = sk.text_dead;
         }
     }
     sk.text
@@ -467,6 +490,7 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
     }
     // The chain of successors, followed iteratively (chains can be long).
     let mut chain: Vec<(StateId, [u64; 4], StateId)> = Vec::new();
+    let mut on_chain: rustc_hash::FxHashSet<StateId> = Default::default();
     let mut cur = t;
     let tail_run;
     loop {
@@ -474,29 +498,30 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
             tail_run = k.run;
             break;
         }
+        // Per interior successor: how many bytes lead there, and which.
         let mut loop_bytes = [0u64; 4];
-        let mut counts: FxHashMap<StateId, u32> = FxHashMap::default();
-        let moves = a.state_moves(cur);
-        for b in 0..256usize {
-            let u = moves.next(b as u8);
+        let mut counts: Vec<(StateId, u32, [u64; 4])> = Vec::new();
+        for (u, bits) in a.state_moves(cur).by_class() {
             if u == cur {
-                loop_bytes[b / 64] |= 1 << (b % 64);
-            } else if u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0 {
-                *counts.entry(u).or_insert(0) += 1;
+                or_into(&mut loop_bytes, bits);
+            } else if interior(a, u) {
+                let n: u32 = bits.iter().map(|w| w.count_ones()).sum();
+                match counts.iter_mut().find(|c| c.0 == u) {
+                    Some(c) => {
+                        c.1 += n;
+                        or_into(&mut c.2, bits);
+                    }
+                    None => counts.push((u, n, *bits)),
+                }
             }
         }
-        let best = counts.iter().max_by_key(|(u, n)| (**n, std::cmp::Reverse(**u))).map(|(u, n)| (*u, *n));
+        let best = counts.iter().max_by_key(|(u, n, _)| (*n, std::cmp::Reverse(*u))).map(|&(u, n, bytes)| (u, n, bytes));
         let loops = loop_bytes.iter().map(|w| w.count_ones()).sum::<u32>();
         match best {
-            Some((u, n)) if n > loops && chain.len() < 1 << 16 => {
-                let mut bytes = [0u64; 4];
-                for b in 0..256usize {
-                    if moves.next(b as u8) == u {
-                        bytes[b / 64] |= 1 << (b % 64);
-                    }
-                }
+            Some((u, n, bytes)) if n > loops && chain.len() < 1 << 16 => {
                 chain.push((cur, bytes, u));
-                if chain.iter().any(|(s, _, _)| *s == u) {
+                on_chain.insert(cur);
+                if on_chain.contains(&u) {
                     // A cycle through several states: stop counting here.
                     tail_run = 0;
                     break;
@@ -504,7 +529,7 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
                 cur = u;
             }
             _ => {
-                let k = Skip { bytes: loop_bytes, run: if loops > 0 { u32::MAX } else { 0 }, text: TEXT_UNKNOWN };
+                let k = Skip { bytes: loop_bytes, run: if loops > 0 { u32::MAX } else { 0 }, text: TEXT_UNKNOWN, text_dead: false };
                 memo.insert(cur, k);
                 tail_run = k.run;
                 break;
@@ -518,7 +543,7 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
     for &(s, bytes, _) in chain.iter().rev() {
         let extends = next_bytes.is_some_and(|nb| (0..4).all(|k| bytes[k] & !nb[k] == 0));
         let run = if extends { run_after.saturating_add(1) } else { 1 };
-        memo.insert(s, Skip { bytes, run, text: TEXT_UNKNOWN });
+        memo.insert(s, Skip { bytes, run, text: TEXT_UNKNOWN, text_dead: false });
         next_bytes = Some(bytes);
         run_after = run;
     }
@@ -572,38 +597,47 @@ fn text_successor(a: &Automaton, u: StateId) -> Option<StateId> {
     next
 }
 
+/// Whether no character of text has a way out of `u`: every byte that
+/// starts one leads to the dead state.
+fn text_dead(a: &Automaton, u: StateId) -> bool {
+    let moves = a.state_moves(u);
+    (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || moves.next(b) == DEAD)
+}
+
 /// How many characters of text ([`text_next`]) `t` takes for sure, at
 /// least up to `cap`: every text of at most that many characters (the last
 /// possibly incomplete) leads from `t` through interior states only
-/// (`u32::MAX`: any number, a string body's loop). Follows the chain of
-/// states that take every character alike to the same successor (a
-/// length-bounded string counts characters down along it); a state that
-/// does not is given 0. A chain longer than `cap` is cut there (its states
-/// get lower bounds: `cap` for the first, one less for each next).
-/// Memoized in `memo`.
-fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u32>) -> u32 {
-    if let Some(&n) = memo.get(&t) {
+/// (`u32::MAX`: any number, a string body's loop). Follows the chain of states that take
+/// every character alike to the same successor (a length-bounded string
+/// counts characters down along it); a state that does not is given 0. A
+/// chain longer than `cap` is cut there (its states get lower bounds: `cap`
+/// for the first, one less for each next). With the run, whether the
+/// chain ends in a state where every character dies (the string's maximum
+/// length). Memoized in `memo`.
+fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool) {
+    if let Some(&n) = memo.texts.get(&t) {
         return n;
     }
     let mut chain: Vec<StateId> = Vec::new();
     let mut on_chain: rustc_hash::FxHashSet<StateId> = Default::default();
     let mut cur = t;
     let tail = loop {
-        if let Some(&n) = memo.get(&cur) {
+        if let Some(&n) = memo.texts.get(&cur) {
             break n;
         }
         if chain.len() as u32 >= cap.max(1) {
-            break 0;
+            break (0, false);
         }
         match text_successor(a, cur) {
             None => {
-                memo.insert(cur, 0);
-                break 0;
+                let end = (0, text_dead(a, cur));
+                memo.texts.insert(cur, end);
+                break end;
             }
             Some(u) if u == cur || on_chain.contains(&u) => {
                 // A cycle taking every character: never leaves the interior.
                 chain.push(cur);
-                break u32::MAX;
+                break (u32::MAX, false);
             }
             Some(u) => {
                 chain.push(cur);
@@ -612,15 +646,60 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut FxHashMap<StateId, u
             }
         }
     };
-    let mut run = tail;
+    let (mut run, dead) = tail;
     for &s in chain.iter().rev() {
         if run != u32::MAX {
             run = (run + 1).min(TEXT_UNKNOWN - 1);
         }
-        memo.insert(s, run);
+        memo.texts.insert(s, (run, dead));
     }
-    memo[&t]
+    memo.texts[&t]
 }
+
+/// Accepts the tokens below trie node `i` that start at most `run`
+/// characters after it, when every path below `i` is text (see
+/// [`VocabIndex::text_chars`]) and, from the state at `i`, text of that
+/// many characters is taken and the next character dies: a trie walk with
+/// no automaton, cut where the characters run out. `stack` is scratch.
+fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut impl Sink, stack: &mut Vec<(u32, u32)>) {
+    let end = v.nodes[i].end;
+    stack.clear();
+    stack.push((end, 0));
+    let mut j = i + 1;
+    while (j as u32) < end {
+        while j as u32 >= stack.last().unwrap().0 {
+            stack.pop();
+        }
+        let node = v.nodes[j];
+        let chars = stack.last().unwrap().1 + u32::from(!(0x80..0xC0).contains(&node.byte));
+        if chars > run {
+            j = node.end as usize;
+            continue;
+        }
+        let below = v.text_chars[j];
+        if below != u16::MAX && chars + below as u32 <= run {
+            accept.add(v.subtree_tokens(j));
+            j = node.end as usize;
+            continue;
+        }
+        accept.add(v.tokens_at(j));
+        if node.end as usize > j + 1 {
+            stack.push((node.end, chars));
+        }
+        j += 1;
+    }
+}
+
+/// `set |= bits` over 256-bit sets.
+#[inline]
+fn or_into(set: &mut [u64; 4], bits: &[u64; 4]) {
+    for (w, x) in set.iter_mut().zip(bits) {
+        *w |= x;
+    }
+}
+
+/// First bytes up to which a walk looks its subtrees up by byte.
+const FEW_FIRST_BYTES: u32 = 16;
 
 /// Whether byte `b` is in the 256-bit set `set`.
 #[inline]
@@ -634,13 +713,70 @@ pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
     }
 }
 
+/// Where a partition walk puts the tokens it accepts.
+pub(crate) trait Sink {
+    fn add(&mut self, ids: &[u32]);
+}
+
+impl Sink for Bitset {
+    #[inline]
+    fn add(&mut self, ids: &[u32]) {
+        set_all(self, ids);
+    }
+}
+
+/// The tokens a walk accepts: a list while they are fewer than the words
+/// of a bitset, then a bitset. Most partitions accept a handful of tokens
+/// (a key's prefixes), and a bitset of the vocabulary costs its zeroing and
+/// a scan of every word to list them; a string state accepts most of the
+/// vocabulary, where a list would cost its growth and its pages.
+struct Accepted {
+    ids: Vec<u32>,
+    bits: Option<Bitset>,
+    len: usize,
+}
+
+impl Accepted {
+    fn new(len: usize) -> Accepted {
+        Accepted { ids: Vec::new(), bits: None, len }
+    }
+
+    fn into_stored(self) -> StoredMask {
+        match self.bits {
+            Some(b) => StoredMask::from_bitset(&b),
+            None => {
+                let mut ids = self.ids;
+                ids.sort_unstable();
+                ids.dedup();
+                StoredMask::Ids(ids)
+            }
+        }
+    }
+}
+
+impl Sink for Accepted {
+    #[inline]
+    fn add(&mut self, ids: &[u32]) {
+        match &mut self.bits {
+            Some(b) => set_all(b, ids),
+            None => {
+                self.ids.extend_from_slice(ids);
+                if self.ids.len() >= self.len.div_ceil(32) {
+                    let mut b = Bitset::new(self.len);
+                    set_all(&mut b, &self.ids);
+                    self.bits = Some(b);
+                    self.ids = Vec::new();
+                }
+            }
+        }
+    }
+}
+
 /// The trie walk itself; `exit_id` names a frontier state in the output.
 fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32, memo: &SkipMemo) -> (StoredMask, Vec<(u32, u32)>) {
-    // A bitset rather than an id list: a string state accepts most of the
-    // vocabulary, and a 100k-entry list costs its growth and its pages.
-    let mut accept = Bitset::new(v.logits_size);
+    let mut accept = Accepted::new(v.logits_size);
     let frontier = walk_into(a, v, s, exit_id, memo, None, &mut accept);
-    (StoredMask::from_bitset(&accept), frontier)
+    (accept.into_stored(), frontier)
 }
 
 /// The walk proper, into `accept`; with `first` set, only the subtrees of
@@ -652,7 +788,7 @@ fn walk_into(
     exit_id: impl Fn(StateId) -> u32,
     memo: &SkipMemo,
     first: Option<&[u64; 4]>,
-    accept: &mut Bitset,
+    accept: &mut impl Sink,
 ) -> Vec<(u32, u32)> {
     let nodes = &v.nodes;
     let mut frontier = Vec::new();
@@ -663,11 +799,33 @@ fn walk_into(
     let mut last: Option<(StateId, Skip)> = None;
     // (subtree end, state) per depth.
     let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
-    let mut i = 1usize;
+    let mut scratch = Vec::new();
     let total = nodes.len();
     // The moves of the state last asked (siblings share their parent's).
     let mut moves = (s, a.state_moves(s));
-    while i < total {
+    // A state with few first bytes (a key's opening quote, a digit) walks
+    // only their subtrees, found by the root's child table, instead of
+    // asking about all 256 first-level nodes.
+    let mut firsts = [0u64; 4];
+    for (t, bits) in moves.1.by_class() {
+        if t != DEAD {
+            or_into(&mut firsts, bits);
+        }
+    }
+    if let Some(first) = first {
+        (0..4).for_each(|k| firsts[k] &= first[k]);
+    }
+    let ranges: Vec<(usize, usize)> = if firsts.iter().map(|w| w.count_ones()).sum::<u32>() <= FEW_FIRST_BYTES {
+        (0..=255u8)
+            .filter(|&b| has_byte(&firsts, b))
+            .filter_map(|b| v.root_child[b as usize].map(|c| (c as usize, nodes[c as usize].end as usize)))
+            .collect()
+    } else {
+        vec![(1, total)]
+    };
+    for (lo, hi) in ranges {
+    let mut i = lo;
+    while i < hi {
         while i as u32 >= stack.last().unwrap().0 {
             stack.pop();
         }
@@ -694,7 +852,7 @@ fn walk_into(
         }
         if node.end as usize == i + 1 {
             // A leaf: its tokens end on an interior state.
-            set_all(accept, v.tokens_at(i));
+            accept.add(v.tokens_at(i));
             i += 1;
             continue;
         }
@@ -714,13 +872,21 @@ fn walk_into(
         }
         last = Some((t, sk));
         if whole {
-            set_all(accept, v.subtree_tokens(i));
+            accept.add(v.subtree_tokens(i));
             i = node.end as usize;
             continue;
         }
-        set_all(accept, v.tokens_at(i));
+        accept.add(v.tokens_at(i));
+        if chars != u16::MAX && sk.text_dead {
+            // Text below, and a string whose length runs out first: which
+            // tokens fit is a matter of counting characters.
+            accept_text_up_to(v, i, sk.text, accept, &mut scratch);
+            i = node.end as usize;
+            continue;
+        }
         stack.push((node.end, t));
         i += 1;
+    }
     }
     memo.give_back(memo_now);
     frontier

@@ -62,6 +62,9 @@ pub struct VocabIndex {
     /// multi-byte UTF-8 text from a state that takes that many characters
     /// of any text (a JSON string body, or one with room left).
     pub text_chars: Vec<u16>,
+    /// The root's child on each byte, if any: a walk from a state with few
+    /// first bytes goes straight to their subtrees.
+    pub root_child: [Option<u32>; 256],
     /// Per-DFA-state vocabulary partitions, shared by every grammar compiled
     /// for this vocabulary (see [`crate::partition`]).
     pub partitions: PartitionCache,
@@ -214,6 +217,12 @@ impl VocabIndex {
             let c = chars[i].saturating_add(u16::from(!(0x80..0xC0).contains(&b)));
             chars[p] = chars[p].max(c);
         }
+        let mut root_child = [None; 256];
+        let mut c = 1usize;
+        while c < nodes.len() {
+            root_child[nodes[c].byte as usize] = Some(c as u32);
+            c = nodes[c].end as usize;
+        }
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
@@ -229,6 +238,7 @@ impl VocabIndex {
             height,
             tok_base,
             text_chars,
+            root_child,
             partitions: PartitionCache::new(PARTITION_CACHE_BYTES),
         })
     }
