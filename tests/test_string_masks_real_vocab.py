@@ -132,3 +132,69 @@ def test_key_masks_equal_token_acceptance(parts, prefix):
     bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
     diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
     assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
+
+
+# Strings whose length runs out: a partition walk counts the characters of
+# text subtrees taller than what is left instead of walking them
+# (``partition::accept_text_up_to``), exactly when every character past the
+# bound dies.
+COUNTED = [
+    {"type": "string", "minLength": 12, "maxLength": 12},
+    {"type": "string", "minLength": 3, "maxLength": 21},
+    {"type": "string", "maxLength": 5, "pattern": "^[^x]*$"},
+]
+
+
+@settings(max_examples=2, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_counted_string_masks_equal_token_acceptance(parts, seed):
+    tok, _, all_bytes = parts
+    rng = random.Random(seed)
+    n = tok.vocab_size
+    mask = fc.allocate_token_bitmask(1, tok.logits_size)
+    compiler = fc.GrammarCompiler(tok)
+    for schema in COUNTED:
+        m = fc.GrammarMatcher(compiler.compile(fc.Grammar.from_json_schema(schema)))
+        text = b""
+        for _ in range(4):
+            m.fill_next_token_bitmask(mask, 0)
+            bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+            diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+            assert diff.size == 0, (
+                f"schema {json.dumps(schema)} after {text!r}: "
+                f"mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
+            )
+            # Short text tokens, so that the string goes on for a few steps.
+            short = [int(t) for t in np.flatnonzero(bits) if t not in tok.stop_token_ids and len(all_bytes[t]) <= 3]
+            if not short:
+                break
+            t = rng.choice(short)
+            assert m.accept_token(t)
+            text += all_bytes[t]
+            if m.is_terminated():
+                break
+
+
+# Key positions of an object whose properties come in schema order: every
+# remaining optional property is an item of its own, each with a partition
+# walked from the root's child on `"` (``partition::walk_into``).
+ORDERED = {
+    "type": "object",
+    "properties": {name: {"type": "integer"} for name in ["alpha", "beta", "gamma", "delta", "epsilon", "zeta"]},
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("prefix", ['{', '{"alpha": 1, ', '{"beta": 2, "', '{"gamma": 3, "de'])
+def test_ordered_key_masks_equal_token_acceptance(parts, prefix):
+    tok, _, all_bytes = parts
+    compiled = fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(ORDERED))
+    m = fc.GrammarMatcher(compiled)
+    assert m.accept_string(prefix)
+    mask = fc.allocate_token_bitmask(1, tok.logits_size)
+    m.fill_next_token_bitmask(mask, 0)
+    n = tok.vocab_size
+    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+    assert bits.any()
+    diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+    assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"

@@ -1,0 +1,78 @@
+//! Per-token mask times of maskbench documents, for profiling the engine's
+//! cold masks: `cargo run --release --example masks -- JOBS.json NAME...`
+//! where JOBS.json is a list of `{name, schema_text, ids}` (token ids of a
+//! valid document under the Llama-3 tokenizer) and each NAME a suffix of a
+//! job's name. Every job gets a fresh vocabulary index (its partitions are
+//! cold) unless WARM=1. REPS=n repeats (for a profiler); TOP=n prints the
+//! n slowest masks of each job.
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use formcast_engine::{Budget, CompileOptions, CompiledGrammar, Matcher, VocabIndex};
+use serde_json::Value;
+use formcast_jsonschema::{json_schema_str_to_grammar, SchemaOptions};
+use formcast_tokenizer::{llama3_special_tokens, Vocab, VocabOptions};
+
+fn env(var: &str, default: usize) -> usize {
+    std::env::var(var).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let jobs: Value = serde_json::from_str(&std::fs::read_to_string(&args[1]).unwrap()).unwrap();
+    let tok = std::env::var("TOKENIZER").unwrap_or_else(|_| "/work/shared/tokenizers/llama3-tokenizer.model".into());
+    let vocab = Vocab::from_tiktoken(&std::fs::read_to_string(&tok).unwrap(), &llama3_special_tokens(), &VocabOptions::default()).unwrap();
+    let opts = SchemaOptions { strict: false, ..Default::default() };
+    let Value::Array(jobs) = jobs else { panic!("a list of jobs") };
+    let mut index = Arc::new(VocabIndex::new(&vocab).unwrap());
+    // ALL: every job in order in one process (as the benchmark runs them),
+    // with a summary of every mask time at the end.
+    let all = args.get(2).is_some_and(|a| a == "ALL");
+    let names: Vec<String> = if all { jobs.iter().map(|j| j["name"].as_str().unwrap_or("").to_string()).collect() } else { args[2..].to_vec() };
+    let mut every = Vec::new();
+    for _ in 0..env("REPS", 1) {
+        for name in &names {
+            let Some(job) = jobs.iter().find(|j| j["name"].as_str().is_some_and(|n| n.ends_with(name.as_str()))) else {
+                eprintln!("no job {name}");
+                continue;
+            };
+            let Some(text) = job["schema_text"].as_str() else { continue };
+            let Some(ids) = job["ids"].as_array() else { continue };
+            if env("WARM", 0) == 0 {
+                index = Arc::new(VocabIndex::new(&vocab).unwrap());
+            }
+            let Ok((g, _)) = json_schema_str_to_grammar(text, &opts) else { continue };
+            let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
+            let cg = Arc::new(cg);
+            let mut m = Matcher::new(cg, false, None).unwrap();
+            let mut out = vec![0u32; index.logits_size.div_ceil(32)];
+            let mut times = Vec::new();
+            for id in ids {
+                                let t = Instant::now();
+                m.fill_next_token_bitmask(&mut out).unwrap();
+                times.push(t.elapsed().as_secs_f64() * 1e6);
+                if !m.accept_token(id.as_u64().unwrap() as u32).unwrap() {
+                    break;
+                }
+            }
+            every.extend(times.iter().copied());
+            if all {
+                continue;
+            }
+            let total: f64 = times.iter().sum();
+            let mut top: Vec<(f64, usize)> = times.iter().copied().zip(0..).collect();
+            top.sort_by(|a, b| b.0.partial_cmp(&a.0).unwrap());
+            let top: Vec<String> = top.iter().take(env("TOP", 8)).map(|(t, i)| format!("{i}:{t:.0}")).collect();
+            println!("{name:24} {} tokens, masks {total:.0} µs; slowest {}", times.len(), top.join(" "));
+        }
+    }
+    every.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let pct = |q: f64| every[((every.len() as f64 * q) as usize).min(every.len() - 1)];
+    let mean = every.iter().sum::<f64>() / every.len() as f64;
+    let over = |t: f64| every.iter().filter(|&&x| x > t).count();
+    println!("{} masks: mean {mean:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} µs; over 100 µs {}, over 150 µs {}", every.len(), pct(0.5), pct(0.99), pct(0.999), over(100.0), over(150.0));
+}
