@@ -15,7 +15,7 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{set_all, Partition, Skip, Take, TAKE_MIN_RUN};
+use crate::partition::{accept_text_up_to, set_all, Partition, Skip, Take, TAKE_MIN_RUN};
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -118,6 +118,8 @@ pub struct MaskWalker {
     /// where the next block's item takes any text up to its length.
     set_skips: Vec<Option<Vec<Skip>>>,
     frames: Vec<(u32, u32)>,
+    /// Scratch of [`accept_text_up_to`].
+    count_stack: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     closed: Vec<Item>,
 }
@@ -219,6 +221,19 @@ impl MaskWalker {
         self.skips_of_set(g, set).iter().any(|s| s.takes(v, i))
     }
 
+    /// The text run of the set's one item, when it is the only item and its
+    /// string runs out after that many characters (see [`Skip::counted`]):
+    /// the tokens of a text subtree are then counted, not walked.
+    fn counted(&mut self, g: &CompiledGrammar, set: u32) -> Option<u32> {
+        if self.sets[set as usize].1 != 1 {
+            return None;
+        }
+        match self.skips_of_set(g, set) {
+            [sk] => sk.counted(),
+            _ => None,
+        }
+    }
+
     /// The interned set's skips (computed on first need), sorted and distinct.
     fn skips_of_set(&mut self, g: &CompiledGrammar, set: u32) -> &[Skip] {
         if self.set_skips[set as usize].is_none() {
@@ -236,18 +251,27 @@ impl MaskWalker {
     /// exit state reaches in this context, memoized by the set's skips.
     fn take_of(&mut self, g: &CompiledGrammar, part: &Partition, a0: usize, b0: usize, start: u32) -> Arc<Take> {
         let v = &*g.vocab;
+        let single = self.sets[start as usize].1 == 1;
         let skips = self.skips_of_set(g, start);
         if let Some(t) = part.takes.get(a0 as u32, skips) {
             return t;
         }
+        let counted = match skips {
+            [sk] if single => sk.counted(),
+            _ => None,
+        };
         let mut accept = Bitset::new(v.logits_size);
         let mut rest = Vec::new();
+        let mut scratch = Vec::new();
         for &(node, _) in &part.frontier[a0..b0] {
             let i = node as usize;
             if v.nodes[i].end as usize <= i + 1 {
                 set_all(&mut accept, v.tokens_at(i));
             } else if skips.iter().any(|s| s.takes(v, i)) {
                 set_all(&mut accept, v.subtree_tokens(i));
+            } else if let Some(run) = counted.filter(|_| v.text_chars[i] != u16::MAX) {
+                set_all(&mut accept, v.tokens_at(i));
+                accept_text_up_to(v, i, run, &mut accept, &mut scratch);
             } else {
                 set_all(&mut accept, v.tokens_at(i));
                 let mut c = i + 1;
@@ -386,6 +410,14 @@ impl MaskWalker {
                     set_all(bits, v.subtree_tokens(i));
                     i = node.end as usize;
                     continue;
+                }
+                if v.text_chars[i] != u16::MAX {
+                    if let Some(run) = self.counted(g, t) {
+                        set_all(bits, v.tokens_at(i));
+                        accept_text_up_to(v, i, run, bits, &mut self.count_stack);
+                        i = node.end as usize;
+                        continue;
+                    }
                 }
             }
             set_all(bits, v.tokens_at(i));

@@ -455,6 +455,13 @@ impl Skip {
         self.run > 0 && has_byte(&self.bytes, v.nodes[c].byte) && Skip { run: self.run - 1, ..*self }.takes_bytes(v, c)
     }
 
+    /// The skip's text run when every character past it dies (the state's
+    /// string runs out there): then a text subtree's tokens are those that
+    /// start at most that many characters ([`accept_text_up_to`]).
+    pub(crate) fn counted(&self) -> Option<u32> {
+        (self.text_dead && self.text != TEXT_UNKNOWN).then_some(self.text)
+    }
+
     pub(crate) fn takes(&self, v: &VocabIndex, i: usize) -> bool {
         let chars = v.text_chars[i];
         self.takes_bytes(v, i) || (chars != u16::MAX && self.text >= chars as u32)
@@ -661,7 +668,7 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool
 /// [`VocabIndex::text_chars`]) and, from the state at `i`, text of that
 /// many characters is taken and the next character dies: a trie walk with
 /// no automaton, cut where the characters run out. `stack` is scratch.
-fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut impl Sink, stack: &mut Vec<(u32, u32)>) {
+pub(crate) fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut impl Sink, stack: &mut Vec<(u32, u32)>) {
     let end = v.nodes[i].end;
     stack.clear();
     stack.push((end, 0));
