@@ -120,18 +120,24 @@ def test_bounded_string_masks_equal_token_acceptance(parts, seed):
     assert checked > 0
 
 
-@pytest.mark.parametrize("prefix", KEY_PREFIXES)
-def test_key_masks_equal_token_acceptance(parts, prefix):
+def _assert_mask_after_prefix_is_acceptance(parts, schema, prefix):
+    """The mask after `prefix` equals token-by-token acceptance (and is not empty)."""
     tok, _, all_bytes = parts
-    compiled = fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(KEYS_SCHEMA))
+    compiled = fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(schema))
     m = fc.GrammarMatcher(compiled)
     assert m.accept_string(prefix)
     mask = fc.allocate_token_bitmask(1, tok.logits_size)
     m.fill_next_token_bitmask(mask, 0)
     n = tok.vocab_size
     bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+    assert bits.any()
     diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
     assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
+
+
+@pytest.mark.parametrize("prefix", KEY_PREFIXES)
+def test_key_masks_equal_token_acceptance(parts, prefix):
+    _assert_mask_after_prefix_is_acceptance(parts, KEYS_SCHEMA, prefix)
 
 
 # Strings whose length runs out: a partition walk counts the characters of
@@ -187,14 +193,4 @@ ORDERED = {
 
 @pytest.mark.parametrize("prefix", ['{', '{"alpha": 1, ', '{"beta": 2, "', '{"gamma": 3, "de'])
 def test_ordered_key_masks_equal_token_acceptance(parts, prefix):
-    tok, _, all_bytes = parts
-    compiled = fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(ORDERED))
-    m = fc.GrammarMatcher(compiled)
-    assert m.accept_string(prefix)
-    mask = fc.allocate_token_bitmask(1, tok.logits_size)
-    m.fill_next_token_bitmask(mask, 0)
-    n = tok.vocab_size
-    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
-    assert bits.any()
-    diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
-    assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
+    _assert_mask_after_prefix_is_acceptance(parts, ORDERED, prefix)
