@@ -614,13 +614,13 @@ fn text_dead(a: &Automaton, u: StateId) -> bool {
 /// How many characters of text ([`text_next`]) `t` takes for sure, at
 /// least up to `cap`: every text of at most that many characters (the last
 /// possibly incomplete) leads from `t` through interior states only
-/// (`u32::MAX`: any number, a string body's loop). Follows the chain of states that take
-/// every character alike to the same successor (a length-bounded string
-/// counts characters down along it); a state that does not is given 0. A
-/// chain longer than `cap` is cut there (its states get lower bounds: `cap`
-/// for the first, one less for each next). With the run, whether the
-/// chain ends in a state where every character dies (the string's maximum
-/// length). Memoized in `memo`.
+/// (`u32::MAX`: any number, a string body's loop). Follows the chain of
+/// states that take every character alike to the same successor (a
+/// length-bounded string counts characters down along it); a state that
+/// does not is given 0. A chain longer than `cap` is cut there (its states
+/// get lower bounds: `cap` for the first, one less for each next). With
+/// the run, whether the chain ends in a state where every character dies
+/// (the string's maximum length). Memoized in `memo`.
 fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool) {
     if let Some(&n) = memo.texts.get(&t) {
         return n;
