@@ -318,17 +318,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
 pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])> {
     const MAX_DIFF: u32 = 64;
     let majority = |u: StateId| -> StateId {
-        let mut counts: Vec<(StateId, u32)> = Vec::new();
-        for (t, bits) in a.state_moves(u).by_class() {
-            if t != DEAD {
-                let n: u32 = bits.iter().map(|w| w.count_ones()).sum();
-                match counts.iter_mut().find(|c| c.0 == t) {
-                    Some(c) => c.1 += n,
-                    None => counts.push((t, n)),
-                }
-            }
-        }
-        counts.into_iter().max_by_key(|&(t, n)| (n, std::cmp::Reverse(t))).map(|(t, _)| t).unwrap_or(DEAD)
+        moves_by_target(a, u).into_iter().max_by_key(|&(t, n, _)| (n, std::cmp::Reverse(t))).map(|(t, _, _)| t).unwrap_or(DEAD)
     };
     let r = majority(s);
     if r == DEAD || r == s || !interior(a, r) || majority(r) != r {
@@ -343,7 +333,7 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
         for ((ts, bits), (tr, _)) in moves_s.by_class().zip(moves_r.by_class()) {
             if !same_future(a, ts, tr, 3, &mut budget) {
                 or_into(&mut diff, bits);
-                n += bits.iter().map(|w| w.count_ones()).sum::<u32>();
+                n += byte_count(bits);
                 if n > MAX_DIFF {
                     return None;
                 }
@@ -505,25 +495,10 @@ fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Sk
             tail_run = k.run;
             break;
         }
-        // Per interior successor: how many bytes lead there, and which.
-        let mut loop_bytes = [0u64; 4];
-        let mut counts: Vec<(StateId, u32, [u64; 4])> = Vec::new();
-        for (u, bits) in a.state_moves(cur).by_class() {
-            if u == cur {
-                or_into(&mut loop_bytes, bits);
-            } else if interior(a, u) {
-                let n: u32 = bits.iter().map(|w| w.count_ones()).sum();
-                match counts.iter_mut().find(|c| c.0 == u) {
-                    Some(c) => {
-                        c.1 += n;
-                        or_into(&mut c.2, bits);
-                    }
-                    None => counts.push((u, n, *bits)),
-                }
-            }
-        }
-        let best = counts.iter().max_by_key(|(u, n, _)| (*n, std::cmp::Reverse(*u))).map(|&(u, n, bytes)| (u, n, bytes));
-        let loops = loop_bytes.iter().map(|w| w.count_ones()).sum::<u32>();
+        let targets = moves_by_target(a, cur);
+        let loop_bytes = targets.iter().find(|&&(u, _, _)| u == cur).map_or([0; 4], |&(_, _, bytes)| bytes);
+        let best = targets.into_iter().filter(|&(u, _, _)| u != cur && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
+        let loops = byte_count(&loop_bytes);
         match best {
             Some((u, n, bytes)) if n > loops && chain.len() < 1 << 16 => {
                 chain.push((cur, bytes, u));
@@ -697,6 +672,31 @@ pub(crate) fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut
     }
 }
 
+/// The live moves of `u` by target: the target, how many bytes lead there,
+/// and which (read by byte class, a few dozen steps).
+fn moves_by_target(a: &Automaton, u: StateId) -> Vec<(StateId, u32, [u64; 4])> {
+    let mut out: Vec<(StateId, u32, [u64; 4])> = Vec::new();
+    for (t, bits) in a.state_moves(u).by_class() {
+        if t == DEAD {
+            continue;
+        }
+        match out.iter_mut().find(|c| c.0 == t) {
+            Some(c) => {
+                c.1 += byte_count(bits);
+                or_into(&mut c.2, bits);
+            }
+            None => out.push((t, byte_count(bits), *bits)),
+        }
+    }
+    out
+}
+
+/// How many bytes a 256-bit set holds.
+#[inline]
+fn byte_count(set: &[u64; 4]) -> u32 {
+    set.iter().map(|w| w.count_ones()).sum()
+}
+
 /// `set |= bits` over 256-bit sets.
 #[inline]
 fn or_into(set: &mut [u64; 4], bits: &[u64; 4]) {
@@ -813,16 +813,11 @@ fn walk_into(
     // A state with few first bytes (a key's opening quote, a digit) walks
     // only their subtrees, found by the root's child table, instead of
     // asking about all 256 first-level nodes.
-    let mut firsts = [0u64; 4];
-    for (t, bits) in moves.1.by_class() {
-        if t != DEAD {
-            or_into(&mut firsts, bits);
-        }
-    }
+    let mut firsts = a.byte_set(s);
     if let Some(first) = first {
         (0..4).for_each(|k| firsts[k] &= first[k]);
     }
-    let ranges: Vec<(usize, usize)> = if firsts.iter().map(|w| w.count_ones()).sum::<u32>() <= FEW_FIRST_BYTES {
+    let ranges: Vec<(usize, usize)> = if byte_count(&firsts) <= FEW_FIRST_BYTES {
         (0..=255u8)
             .filter(|&b| has_byte(&firsts, b))
             .filter_map(|b| v.root_child[b as usize].map(|c| (c as usize, nodes[c as usize].end as usize)))
