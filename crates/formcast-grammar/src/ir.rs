@@ -340,7 +340,9 @@ impl Grammar {
     /// the same object under several names, or reaches one definition
     /// through several `$ref` paths, compiles each automaton once. Merged
     /// rules are left unreferenced with an empty body. Each body is hashed
-    /// once, and again only when a rule it references is merged.
+    /// once, and again only when a rule it references is merged. The walks
+    /// recurse over bodies: check the grammar with
+    /// [`check_depth`](crate::check_depth) (or [`validate`](crate::validate)) first.
     pub fn merge_duplicate_rules(&mut self) {
         use std::hash::{Hash, Hasher};
         let n = self.rules.len();

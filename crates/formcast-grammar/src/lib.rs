@@ -13,7 +13,7 @@ pub mod validate;
 pub use error::GrammarError;
 pub use ebnf::{parse_ebnf, parse_ebnf_with_tokens};
 pub use regex::{regex_grammar, regex_to_expr};
-pub use validate::validate;
+pub use validate::{check_depth, validate};
 pub use ir::{trie_node, Expr, Grammar, Rule, RuleId, TokenId, TrieNode, WordsExcept};
 
 /// Largest repetition bound (`{n}`, `{m,n}`) the front-ends accept: counted

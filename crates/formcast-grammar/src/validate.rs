@@ -38,6 +38,31 @@ pub fn validate(grammar: &Grammar) -> Result<(), GrammarError> {
     Ok(())
 }
 
+/// Checks only that no rule is nested deeper than [`MAX_NESTING_DEPTH`]
+/// (an explicit-stack walk): the passes that recurse over expressions
+/// ([`Grammar::merge_duplicate_rules`](crate::Grammar::merge_duplicate_rules),
+/// hashing, equality) may run after it, before the full [`validate`].
+pub fn check_depth(grammar: &Grammar) -> Result<(), GrammarError> {
+    let mut stack: Vec<(&Expr, usize)> = Vec::new();
+    for rule in &grammar.rules {
+        stack.push((&rule.body, 1));
+        while let Some((e, depth)) = stack.pop() {
+            if depth > MAX_NESTING_DEPTH {
+                return Err(GrammarError::Limit(format!("rule '{}' is nested deeper than {MAX_NESTING_DEPTH} levels", rule.name)));
+            }
+            match e {
+                Expr::Seq(items) | Expr::Alt(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+                Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => stack.push((expr, depth + 1)),
+                Expr::WordsExcept(w) => stack.extend([(&w.exit, depth + 1), (&w.other, depth + 1), (&w.stop, depth + 1)]),
+                Expr::TokenDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| (e, depth + 2))),
+                Expr::TextDispatch { cases, .. } => stack.extend(cases.iter().map(|(_, e)| (e, depth + 2))),
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Structural checks, done with an explicit stack because the depth is not
 /// known to be bounded yet; the rule ids referenced go to `refs`.
 fn check_structure(name: &str, body: &Expr, n_rules: usize, refs: &mut Vec<usize>) -> Result<(), GrammarError> {
