@@ -524,9 +524,30 @@ struct NfaBuilder<'a> {
     /// place, once per rule (`tail_entry`), instead of called.
     tail_to: u32,
     tail_entry: FxHashMap<RuleId, u32>,
+    /// Inline rules reached as tail calls whose bodies are still to build
+    /// (from their entry state to `tail_to`): built from this worklist, not
+    /// recursively, since a chain of them (one rule per automaton state) is
+    /// as long as the automaton.
+    tail_pending: Vec<(RuleId, u32)>,
 }
 
+/// Every this many levels of expression nesting, [`NfaBuilder::build`]
+/// makes sure some stack is left (growing it on the heap if not), so deep
+/// but bounded grammars build on any thread.
+const STACK_CHECK_EVERY: usize = 32;
+
 impl<'a> NfaBuilder<'a> {
+    /// Builds `e` between `from` and `to`, then every inline rule body it
+    /// reached as a tail call.
+    fn build_all(&mut self, e: &Expr, from: u32, to: u32) -> Result<(), EngineError> {
+        self.build(e, from, to, 0)?;
+        while let Some((r, entry)) = self.tail_pending.pop() {
+            let rules = self.rules;
+            self.build(&rules[r as usize].body, entry, self.tail_to, 0)?;
+        }
+        Ok(())
+    }
+
     fn new_state(&mut self) -> Result<u32, EngineError> {
         if self.states.len() + self.total_before >= self.max_states {
             return Err(nfa_limit(self.max_states));
@@ -542,6 +563,13 @@ impl<'a> NfaBuilder<'a> {
         if depth > 10_000 {
             return Err(EngineError::Limit("grammar expression nested too deeply".into()));
         }
+        if depth % STACK_CHECK_EVERY == STACK_CHECK_EVERY - 1 {
+            return stacker::maybe_grow(128 << 10, 4 << 20, || self.build_node(e, from, to, depth));
+        }
+        self.build_node(e, from, to, depth)
+    }
+
+    fn build_node(&mut self, e: &Expr, from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
         match e {
             Expr::Empty => self.states[from as usize].eps.push(to),
             Expr::Nothing => {}
@@ -575,7 +603,7 @@ impl<'a> NfaBuilder<'a> {
                         None => {
                             let e = self.new_state()?;
                             self.tail_entry.insert(*r, e);
-                            self.build(&rules[*r as usize].body, e, to, depth + 1)?;
+                            self.tail_pending.push((*r, e));
                             e
                         }
                     };
@@ -779,6 +807,7 @@ impl<'a> NfaBuilder<'a> {
             inline: Some(Vec::new()),
             tail_to: u32::MAX,
             tail_entry: FxHashMap::default(),
+            tail_pending: Vec::new(),
         };
         let s0 = sub.new_state()?;
         let s1 = sub.new_state()?;
@@ -1552,11 +1581,12 @@ fn prepare_rule(
         inline: None,
         tail_to: u32::MAX,
         tail_entry: FxHashMap::default(),
+        tail_pending: Vec::new(),
     };
     let start = b.new_state()?;
     let accept = b.new_state()?;
     b.tail_to = accept;
-    b.build(&rule.body, start, accept, 0)?;
+    b.build_all(&rule.body, start, accept)?;
     let nfa = std::mem::take(&mut b.states);
     totals.states += nfa.len();
     Ok(Prepared::Nfa(PendingRule { nfa, start, accept, key: cached.key }))

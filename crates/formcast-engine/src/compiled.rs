@@ -79,12 +79,20 @@ impl std::fmt::Debug for CompiledGrammar {
 
 impl CompiledGrammar {
     /// Compiles `grammar` for `vocab`, within `timeout` when given.
+    ///
+    /// The front-ends validate what they build; a grammar built by hand is
+    /// at least checked for depth here, since the passes below recurse
+    /// over expressions.
     pub fn compile(
         grammar: &Grammar,
         vocab: Arc<VocabIndex>,
         opts: &CompileOptions,
         budget: &Budget,
     ) -> Result<CompiledGrammar, EngineError> {
+        formcast_grammar::check_depth(grammar).map_err(|e| match e {
+            formcast_grammar::GrammarError::Limit(m) => EngineError::Limit(m),
+            other => EngineError::Front(other),
+        })?;
         let automaton = build_automaton(grammar, &opts.automaton, budget)?;
         for set in &automaton.except_sets {
             if let Some(&bad) = set.iter().find(|&&t| t as usize >= vocab.vocab_len) {
