@@ -692,26 +692,42 @@ impl Dfa {
         // Longest path in a DAG (None on a cycle).
         let mut state = vec![0u8; n]; // 0 new, 1 on stack, 2 done
         let mut longest = vec![0i64; n];
-        fn dfs(d: &Dfa, s: usize, state: &mut [u8], longest: &mut [i64]) -> bool {
-            state[s] = 1;
-            let mut best = if d.accept[s] { 0 } else { i64::MIN };
-            for &(_, _, t) in &d.trans[s] {
-                let t = t as usize;
-                if state[t] == 1 {
-                    return false;
-                }
-                if state[t] == 0 && !dfs(d, t, state, longest) {
-                    return false;
-                }
-                if longest[t] != i64::MIN {
-                    best = best.max(longest[t] + 1);
+        // Depth-first with an explicit stack of (state, next edge): a
+        // chain automaton is as deep as its longest string.
+        let mut acyclic = || -> bool {
+            let mut stack: Vec<(usize, usize)> = vec![(0, 0)];
+            state[0] = 1;
+            longest[0] = if self.accept[0] { 0 } else { i64::MIN };
+            while let Some(&mut (s, ref mut k)) = stack.last_mut() {
+                if let Some(&(_, _, t)) = self.trans[s].get(*k) {
+                    *k += 1;
+                    let t = t as usize;
+                    match state[t] {
+                        1 => return false,
+                        0 => {
+                            state[t] = 1;
+                            longest[t] = if self.accept[t] { 0 } else { i64::MIN };
+                            stack.push((t, 0));
+                        }
+                        _ => {
+                            if longest[t] != i64::MIN {
+                                longest[s] = longest[s].max(longest[t] + 1);
+                            }
+                        }
+                    }
+                } else {
+                    state[s] = 2;
+                    stack.pop();
+                    if let Some(&(p, _)) = stack.last() {
+                        if longest[s] != i64::MIN {
+                            longest[p] = longest[p].max(longest[s] + 1);
+                        }
+                    }
                 }
             }
-            longest[s] = best;
-            state[s] = 2;
             true
-        }
-        let max = if n < 50_000 && dfs(self, 0, &mut state, &mut longest) { Some(longest[0] as u64) } else { None };
+        };
+        let max = if n < 50_000 && acyclic() { Some(longest[0] as u64) } else { None };
         Some((min, max))
     }
 

@@ -411,7 +411,7 @@ fn branches(mut v: Vec<Expr>) -> Expr {
     }
 }
 
-fn is_simple(c: char) -> bool {
+pub(crate) fn is_simple(c: char) -> bool {
     crate::strings::SIMPLE_CHARS.iter().any(|&(lo, hi)| lo <= c as u32 && c as u32 <= hi)
 }
 

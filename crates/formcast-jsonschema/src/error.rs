@@ -25,6 +25,11 @@ pub enum SchemaError {
     /// exactly. In lenient mode it becomes a [`Warning`] instead.
     #[error("unsupported keyword '{keyword}' at {}: {reason}", show_pointer(pointer))]
     Unsupported { keyword: String, pointer: String, reason: String },
+    /// An option of [`crate::SchemaOptions`] (`any_order`, `indent`...) that
+    /// cannot be honoured exactly for this schema. In lenient mode it
+    /// becomes a [`Warning`] instead, like an unsupported keyword.
+    #[error("option '{option}' cannot be honoured at {}: {reason}", show_pointer(pointer))]
+    UnsupportedOption { option: String, pointer: String, reason: String },
     /// A `$ref` that points outside the document (remote schemas are never
     /// fetched) or to nothing.
     #[error("unresolvable reference '{reference}' at {}: {reason}", show_pointer(pointer))]
@@ -56,6 +61,7 @@ impl SchemaError {
         match self {
             SchemaError::Invalid { pointer, .. }
             | SchemaError::Unsupported { pointer, .. }
+            | SchemaError::UnsupportedOption { pointer, .. }
             | SchemaError::Reference { pointer, .. }
             | SchemaError::Limit { pointer, .. } => Some(pointer),
             _ => None,

@@ -119,7 +119,26 @@ impl Json {
     /// Converts a serde_json value. Object key order is whatever serde_json
     /// kept (sorted unless its `preserve_order` feature is on); numbers are
     /// exact for integers and the shortest round-trip text of floats.
-    pub fn from_serde(v: &serde_json::Value) -> Json {
+    /// A value nested deeper than [`MAX_JSON_DEPTH`] is an error, as in
+    /// [`parse`] (a `Value` built in code has no depth limit).
+    pub fn from_serde(v: &serde_json::Value) -> Result<Json, String> {
+        // The depth first, without recursion; then a conversion that
+        // recurses at most that deep.
+        let mut stack = vec![(v, 1usize)];
+        while let Some((x, d)) = stack.pop() {
+            if d > MAX_JSON_DEPTH {
+                return Err(format!("the value is nested deeper than {MAX_JSON_DEPTH} levels"));
+            }
+            match x {
+                serde_json::Value::Array(a) => stack.extend(a.iter().map(|y| (y, d + 1))),
+                serde_json::Value::Object(m) => stack.extend(m.values().map(|y| (y, d + 1))),
+                _ => {}
+            }
+        }
+        Ok(Json::convert_serde(v))
+    }
+
+    fn convert_serde(v: &serde_json::Value) -> Json {
         match v {
             serde_json::Value::Null => Json::Null,
             serde_json::Value::Bool(b) => Json::Bool(*b),
@@ -134,8 +153,8 @@ impl Json {
                 Json::Num(d)
             }
             serde_json::Value::String(s) => Json::Str(s.clone()),
-            serde_json::Value::Array(a) => Json::Arr(a.iter().map(Json::from_serde).collect()),
-            serde_json::Value::Object(m) => Json::Obj(m.iter().map(|(k, v)| (k.clone(), Json::from_serde(v))).collect()),
+            serde_json::Value::Array(a) => Json::Arr(a.iter().map(Json::convert_serde).collect()),
+            serde_json::Value::Object(m) => Json::Obj(m.iter().map(|(k, v)| (k.clone(), Json::convert_serde(v))).collect()),
         }
     }
 }

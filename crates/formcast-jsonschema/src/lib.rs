@@ -62,7 +62,8 @@ use schema::Builder;
 /// only with its `preserve_order` feature; pass the JSON text to
 /// [`json_schema_str_to_grammar`] to keep the schema's own order.
 pub fn json_schema_to_grammar(schema: &serde_json::Value, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
-    compile_json(&Json::from_serde(schema), opts)
+    let json = Json::from_serde(schema).map_err(|reason| SchemaError::Limit { pointer: String::new(), reason })?;
+    compile_json(&json, opts)
 }
 
 /// Compiles a schema given as JSON text (key order and number precision
@@ -110,8 +111,12 @@ pub fn compile_json(schema: &Json, opts: &SchemaOptions) -> Result<(Grammar, Vec
         style => xml_styles::lower(&mut b, root, style)?,
     };
     let mut grammar = grammar;
-    grammar.merge_duplicate_rules();
-    match formcast_grammar::validate(&grammar) {
+    // The merge hashes and compares bodies recursively: depth first.
+    let checked = formcast_grammar::check_depth(&grammar).and_then(|()| {
+        grammar.merge_duplicate_rules();
+        formcast_grammar::validate(&grammar)
+    });
+    match checked {
         Ok(()) => {}
         Err(GrammarError::EmptyLanguage(_)) => return Err(SchemaError::Unsatisfiable),
         Err(GrammarError::Limit(m)) => return Err(SchemaError::Limit { pointer: String::new(), reason: m }),

@@ -39,6 +39,16 @@ pub struct Lowerer<'b, 'a> {
     depth_warned: bool,
     /// [`crate::SchemaOptions::excludes`] as bytes.
     excludes: Vec<Vec<u8>>,
+    /// Nested values of the XML styles that write objects and arrays as
+    /// elements (`cohere_xml`, `minimax_m3_xml`): one rule per (node, part),
+    /// built later by [`crate::xml_styles`]'s drain, so a recursive schema
+    /// is a recursive grammar instead of an endless expansion.
+    pub(crate) xml_rules: HashMap<(NodeId, crate::xml_styles::XmlPart), RuleId>,
+    pub(crate) xml_pending: Vec<(NodeId, crate::xml_styles::XmlPart, RuleId)>,
+    /// Nodes whose values are being enumerated ([`Self::enumerate`]), so a
+    /// schema whose items refer back to it is found infinite, not recursed
+    /// into without end.
+    pub(crate) enumerating: Vec<NodeId>,
     /// The inline rules every key complement ends in, `Σ* "` and
     /// `OTHER Σ* "` (see [`complement_expr_linked`]), once made.
     complement_rests: Option<(Expr, Expr)>,
@@ -76,6 +86,9 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             depth_warned: false,
             excludes,
             complement_rests: None,
+            xml_rules: HashMap::default(),
+            xml_pending: Vec::new(),
+            enumerating: Vec::new(),
         }
     }
 
@@ -90,10 +103,13 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         }
         let d = if self.layout.depth_sensitive() { depth } else { 0 };
         if d > self.b.opts.max_indent_depth {
+            // Each level of an indented layout is its own set of rules:
+            // values (any JSON under `{"type": "object"}`, or a recursive
+            // schema) nest at most this deep. A documented limit, reported.
             if !self.depth_warned {
                 self.depth_warned = true;
                 let p = self.pointer(node);
-                self.b.warn("$ref", &p, format!("values nested deeper than {} levels are not accepted in indented layout", self.b.opts.max_indent_depth));
+                self.b.warn("indent", &p, format!("values nested deeper than {} levels are not generated in an indented layout", self.b.opts.max_indent_depth));
             }
             return Ok(Expr::Nothing);
         }
@@ -207,6 +223,12 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             return Ok(e.clone());
         }
         if let Some(excluded) = l.excluded_only() {
+            // Printable ASCII words are a trie the engine walks as data;
+            // any other spelling nests the expression once per character.
+            let as_words = self.excludes.is_empty() && excluded.iter().all(|w| w.chars().all(crate::emit::is_simple));
+            if !as_words {
+                crate::strings::check_excluded_words(&excluded).map_err(|r| limit(ptr, r))?;
+            }
             let quote = lit("\"");
             let e = if self.excludes.is_empty() {
                 // A rule of its own whatever its size: the continuations

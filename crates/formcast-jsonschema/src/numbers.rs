@@ -205,8 +205,20 @@ fn dfa(re: &Re) -> Result<Dfa, AutomatonError> {
     Ok(Dfa::from_re(re)?.minimize())
 }
 
+/// Most digits of a bound written in plain decimal (`1e300` has 301,
+/// `1e-5` six): the expression of "at least / at most this bound" nests
+/// once per digit and its size grows with the square of the integer
+/// digits, so a bound such as `1e-99999` is refused instead of built.
+pub const MAX_BOUND_DIGITS: usize = 1000;
+
 /// Magnitudes in `[lo, hi]` (each side optional), all ≥ 0.
 fn mag_range(lo: &Bound, hi: &Bound) -> Result<Dfa, AutomatonError> {
+    for (b, _) in [lo, hi].into_iter().flatten() {
+        let (ip, fp) = split_parts(b);
+        if ip.len() + fp.len() > MAX_BOUND_DIGITS {
+            return Err(AutomatonError::TooLarge("bound (more than 1000 digits in plain decimal)"));
+        }
+    }
     let mut d = dfa(&magnitude())?;
     if let Some((a, incl)) = lo {
         d = d.intersect(&dfa(&mag_ge(a, *incl))?)?;
@@ -321,6 +333,11 @@ impl NumLang {
                 Some(keep) => NumLang::set(s.into_iter().zip(keep).filter(|(_, k)| *k).map(|(x, _)| x).collect()),
                 None => NumLang::And(vec![NumLang::Set(s), other]),
             },
+            // Flat: a long `allOf` must not nest one level per member.
+            (NumLang::And(mut v), NumLang::And(w)) => {
+                v.extend(w);
+                NumLang::And(v)
+            }
             (NumLang::And(mut v), x) | (x, NumLang::And(mut v)) => {
                 v.push(x);
                 NumLang::And(v)
@@ -336,6 +353,10 @@ impl NumLang {
             (NumLang::Set(mut a), NumLang::Set(b)) => {
                 a.extend(b);
                 NumLang::set(a)
+            }
+            (NumLang::Or(mut v), NumLang::Or(w)) => {
+                v.extend(w);
+                NumLang::Or(v)
             }
             (NumLang::Or(mut v), x) | (x, NumLang::Or(mut v)) => {
                 v.push(x);

@@ -30,6 +30,9 @@ const FLAT_SEQUENCE_BUDGET: usize = 16;
 /// Most declared properties in any-order mode (one rule per subset of the
 /// properties already written).
 const MAX_ANY_ORDER: usize = 10;
+/// Most rules of one object in any-order mode with property counts
+/// (subsets × counts).
+const MAX_ANY_ORDER_STATES: usize = 16_384;
 
 /// A region of the key space: the keys and their value schema.
 #[derive(Clone)]
@@ -182,12 +185,9 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             Some(_) => self.xml_gap(),
         };
         if self.b.opts.any_order && members.len() > 1 {
-            if y.is_none() && o.min == 0 && o.max.is_none() && members.len() <= MAX_ANY_ORDER {
-                return self.members_any_order(&members, add, sep, &ptr);
+            if let Some(r) = self.members_any_order(&members, &add, y.is_some(), o.min, o.max, &sep, &ptr)? {
+                return Ok(r);
             }
-            self.b.warn("properties", &ptr, format!(
-                "properties kept in schema order (any order supports at most {MAX_ANY_ORDER} properties and no minProperties/maxProperties)"
-            ));
         }
         if o.min == 0 && o.max.is_none() {
             self.members_free(&members, add, y, sep, &ptr)
@@ -362,42 +362,90 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     }
 
     /// Members in any order: one rule per (set of declared properties
-    /// already written, something written yet); undeclared keys may come
-    /// anywhere; the object may end once every required property is there.
-    fn members_any_order(&mut self, m: &[Member], add: Expr, sep: Expr, ptr: &str) -> Result<(Expr, bool)> {
+    /// already written, count of members so far), every member after the
+    /// first preceded by a separator; undeclared keys may come anywhere;
+    /// the object may end once every required property is there and the
+    /// count is within `minProperties`/`maxProperties` (counted only when
+    /// they are given, capped where it no longer matters). `None` (schema
+    /// order, in lenient mode only) when any order cannot be honoured
+    /// exactly: too many declared properties (the written set needs 2ⁿ
+    /// rules), too many counting states, or a negated property constraint
+    /// on the undeclared keys.
+    #[allow(clippy::too_many_arguments)]
+    fn members_any_order(&mut self, m: &[Member], add: &Expr, negated: bool, min: u64, max: Option<u64>, sep: &Expr, ptr: &str) -> Result<Option<(Expr, bool)>> {
         let n = m.len();
-        let required: u32 = m.iter().enumerate().filter(|(_, x)| x.required).map(|(i, _)| 1u32 << i).sum();
-        let full = (1u32 << n) - 1;
-        let mut ids = HashMap::default();
-        for mask in 0..=full {
-            let id = self.em.reserve(&format!("{}_any_order", ptr.trim_start_matches('/'))).map_err(|r| SchemaError::Limit { pointer: ptr.into(), reason: r })?;
-            ids.insert(mask, id);
+        let instead = "properties are kept in schema order";
+        if negated {
+            self.b.refuse_option("any_order", ptr, "a negated property constraint (`not` with `required`) on the undeclared keys cannot be tracked in any order", instead)?;
+            return Ok(None);
         }
-        // Rules for states after at least one member (always preceded by a
-        // separator).
-        for mask in 0..=full {
-            let mut alts = Vec::new();
-            if mask & required == required {
-                alts.push(Expr::Empty);
+        if n > MAX_ANY_ORDER {
+            self.b.refuse_option("any_order", ptr, format!("at most {MAX_ANY_ORDER} declared properties per object can be tracked in any order (one rule per subset already written), this object declares {n}"), instead)?;
+            return Ok(None);
+        }
+        // Counts: none without bounds; else 0..=max, or 0..=min where any
+        // count from min on is the same. Without undeclared keys, a
+        // maximum of at least n bounds nothing.
+        let max = if matches!(add, Expr::Nothing) { max.filter(|&mx| mx < n as u64) } else { max };
+        let cap = match (min, max) {
+            (0, None) => 0,
+            (_, Some(mx)) => mx,
+            (mn, None) => mn,
+        };
+        let states = (1u64 << n).saturating_mul(cap + 1);
+        if states > MAX_ANY_ORDER_STATES as u64 {
+            self.b.refuse_option("any_order", ptr, format!("{n} properties in any order with minProperties/maxProperties need {states} counting states (at most {MAX_ANY_ORDER_STATES})"), instead)?;
+            return Ok(None);
+        }
+        let required: u32 = m.iter().enumerate().filter(|(_, x)| x.required).map(|(i, _)| 1u32 << i).sum();
+        let next_count = |k: u64| -> Option<u64> {
+            match max {
+                Some(mx) if k + 1 > mx => None,
+                Some(_) => Some(k + 1),
+                None => Some((k + 1).min(cap)),
             }
+        };
+        let counted = |k: u64| k >= min.min(cap) && max.is_none_or(|mx| k <= mx);
+        let name = format!("{}_any_order", ptr.trim_start_matches('/'));
+        let mut ids: HashMap<(u32, u64), formcast_grammar::RuleId> = HashMap::default();
+        let mut todo: Vec<((u32, u64), formcast_grammar::RuleId)> = Vec::new();
+        let mut rule = |me: &mut Self, todo: &mut Vec<((u32, u64), formcast_grammar::RuleId)>, st: (u32, u64)| -> Result<Expr> {
+            if let Some(&id) = ids.get(&st) {
+                return Ok(Expr::Rule(id));
+            }
+            let id = me.em.reserve(&name).map_err(|r| SchemaError::Limit { pointer: ptr.into(), reason: r })?;
+            ids.insert(st, id);
+            todo.push((st, id));
+            Ok(Expr::Rule(id))
+        };
+        // The first member, then the rules of the states after it.
+        let mut first = Vec::new();
+        if let Some(k) = next_count(0) {
             for (i, x) in m.iter().enumerate() {
-                if mask & (1 << i) == 0 {
-                    alts.push(seq(vec![sep.clone(), x.expr.clone(), Expr::Rule(ids[&(mask | (1 << i))])]));
-                }
+                first.push(seq(vec![x.expr.clone(), rule(self, &mut todo, (1 << i, k))?]));
             }
             if !matches!(add, Expr::Nothing) {
-                alts.push(seq(vec![sep.clone(), add.clone(), Expr::Rule(ids[&mask])]));
+                first.push(seq(vec![add.clone(), rule(self, &mut todo, (0, k))?]));
             }
-            self.em.set(ids[&mask], alt(alts));
         }
-        let mut first = Vec::new();
-        for (i, x) in m.iter().enumerate() {
-            first.push(seq(vec![x.expr.clone(), Expr::Rule(ids[&(1 << i)])]));
+        while let Some(((mask, k), id)) = todo.pop() {
+            let mut alts = Vec::new();
+            if mask & required == required && counted(k) {
+                alts.push(Expr::Empty);
+            }
+            if let Some(k2) = next_count(k) {
+                for (i, x) in m.iter().enumerate() {
+                    if mask & (1 << i) == 0 {
+                        alts.push(seq(vec![sep.clone(), x.expr.clone(), rule(self, &mut todo, (mask | (1 << i), k2))?]));
+                    }
+                }
+                if !matches!(add, Expr::Nothing) {
+                    alts.push(seq(vec![sep.clone(), add.clone(), rule(self, &mut todo, (mask, k2))?]));
+                }
+            }
+            self.em.set(id, alt(alts));
         }
-        if !matches!(add, Expr::Nothing) {
-            first.push(seq(vec![add, Expr::Rule(ids[&0])]));
-        }
-        Ok((alt(first), required == 0))
+        Ok(Some((alt(first), required == 0 && counted(0))))
     }
 
     /// Members with `minProperties` / `maxProperties`: one rule per

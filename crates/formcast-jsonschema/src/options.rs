@@ -53,20 +53,37 @@ pub enum Style {
 }
 
 impl Style {
+    /// Every style, in the order of the Python API's documentation.
+    pub const ALL: [Style; 9] = [
+        Style::Json,
+        Style::QwenXml,
+        Style::MinimaxXml,
+        Style::MinimaxM3Xml,
+        Style::DeepseekXml,
+        Style::DeepseekV41Xml,
+        Style::GlmXml,
+        Style::CohereXml,
+        Style::KimiK3Xml,
+    ];
+
+    /// The snake_case name used by the Python API (`"qwen_xml"`...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Style::Json => "json",
+            Style::QwenXml => "qwen_xml",
+            Style::MinimaxXml => "minimax_xml",
+            Style::MinimaxM3Xml => "minimax_m3_xml",
+            Style::DeepseekXml => "deepseek_xml",
+            Style::DeepseekV41Xml => "deepseek_v4_1_xml",
+            Style::GlmXml => "glm_xml",
+            Style::CohereXml => "cohere_xml",
+            Style::KimiK3Xml => "kimi_k3_xml",
+        }
+    }
+
     /// Parses the snake_case names used by the Python API (`"qwen_xml"`...).
     pub fn parse(name: &str) -> Option<Style> {
-        Some(match name {
-            "json" => Style::Json,
-            "qwen_xml" => Style::QwenXml,
-            "minimax_xml" => Style::MinimaxXml,
-            "minimax_m3_xml" => Style::MinimaxM3Xml,
-            "deepseek_xml" => Style::DeepseekXml,
-            "deepseek_v4_1_xml" => Style::DeepseekV41Xml,
-            "glm_xml" => Style::GlmXml,
-            "cohere_xml" => Style::CohereXml,
-            "kimi_k3_xml" => Style::KimiK3Xml,
-            _ => return None,
-        })
+        Style::ALL.into_iter().find(|s| s.name() == name)
     }
 }
 

@@ -210,6 +210,15 @@ pub struct Node {
     pub pointer: Rc<str>,
 }
 
+/// Deepest chain of in-place keywords followed while computing one shape
+/// (`$ref` to `$ref`..., `allOf` of `allOf`...). Real schemas nest a few
+/// dozen; the limit keeps a crafted chain to a bounded amount of stack.
+pub const MAX_SHAPE_DEPTH: usize = 1000;
+/// Stack left below which a deep computation continues on a new segment,
+/// and the size of each new segment (see `stacker::maybe_grow`).
+pub(crate) const STACK_RED_ZONE: usize = 128 << 10;
+pub(crate) const STACK_GROWTH: usize = 4 << 20;
+
 pub struct Builder<'a> {
     pub ix: Index<'a>,
     pub opts: SchemaOptions,
@@ -221,6 +230,9 @@ pub struct Builder<'a> {
     pub warnings: Vec<Warning>,
     deadline: Option<Instant>,
     ticks: u32,
+    /// Nested [`Self::shape`] computations in progress (see
+    /// [`MAX_SHAPE_DEPTH`]).
+    shape_depth: usize,
     /// Content hashes of the JSON values met, by address and role (see
     /// [`Self::twin`]).
     content: HashMap<(usize, Role), Content>,
@@ -313,6 +325,7 @@ impl<'a> Builder<'a> {
             warnings: Vec::new(),
             deadline,
             ticks: 0,
+            shape_depth: 0,
             content: HashMap::default(),
             by_content: HashMap::default(),
         };
@@ -363,6 +376,19 @@ impl<'a> Builder<'a> {
             Ok(())
         } else {
             Err(SchemaError::Unsupported { keyword: keyword.to_string(), pointer: pointer.to_string(), reason })
+        }
+    }
+
+    /// Like [`Self::refuse`], for an option (`any_order`, `indent`) that
+    /// cannot be honoured exactly here: an error, or in lenient mode a
+    /// warning saying what was done instead.
+    pub fn refuse_option(&mut self, option: &str, pointer: &str, reason: impl Into<String>, instead: &str) -> Result<()> {
+        let reason = reason.into();
+        if self.opts.lenient {
+            self.warnings.push(Warning { keyword: option.to_string(), pointer: pointer.to_string(), message: format!("option not honoured: {reason}; {instead}") });
+            Ok(())
+        } else {
+            Err(SchemaError::UnsupportedOption { option: option.to_string(), pointer: pointer.to_string(), reason })
         }
     }
 
@@ -568,7 +594,60 @@ impl<'a> Builder<'a> {
     }
 
     /// The shape of a node, computed on first use.
+    /// The shape of node `id` (computed once, then shared).
+    ///
+    /// Two kinds of nesting drive this recursion, and neither may overflow
+    /// the stack: chains of in-place keywords (`$ref` → `$ref` → …, each a
+    /// new location) count against [`MAX_SHAPE_DEPTH`] and end in a limit
+    /// error; chains of combined nodes (`And`/`Or`/`Not`, as deep as a flat
+    /// `allOf` is long) are computed from an explicit stack, operands first.
+    /// The remaining recursion runs on a stack that grows on the heap when
+    /// the thread's runs low (`stacker`), whatever thread calls it.
     pub fn shape(&mut self, id: NodeId) -> Result<Rc<Shape>> {
+        if let Some(s) = &self.nodes[id as usize].shape {
+            return Ok(s.clone());
+        }
+        self.combined_operands_first(id)?;
+        if self.shape_depth >= MAX_SHAPE_DEPTH {
+            let pointer = self.nodes[id as usize].pointer.to_string();
+            return Err(SchemaError::Limit {
+                reason: format!("references and in-place applicators nested more than {MAX_SHAPE_DEPTH} levels deep"),
+                pointer,
+            });
+        }
+        self.shape_depth += 1;
+        let r = stacker::maybe_grow(STACK_RED_ZONE, STACK_GROWTH, || self.compute_shape(id));
+        self.shape_depth -= 1;
+        r
+    }
+
+    /// Computes the shapes of the combined nodes below `id` (not `id`
+    /// itself), deepest first, so computing `id` recurses at most one level
+    /// into them. Combined nodes only refer to older nodes: no cycles.
+    fn combined_operands_first(&mut self, id: NodeId) -> Result<()> {
+        let mut stack: Vec<(NodeId, bool)> = vec![(id, false)];
+        while let Some((n, expanded)) = stack.pop() {
+            if self.nodes[n as usize].shape.is_some() {
+                continue;
+            }
+            let operands = match self.nodes[n as usize].key {
+                Key::And(a, b) | Key::Or(a, b) => [Some(a), Some(b)],
+                Key::Not(a) => [Some(a), None],
+                _ => continue,
+            };
+            if expanded {
+                if n != id {
+                    self.compute_shape(n)?;
+                }
+            } else {
+                stack.push((n, true));
+                stack.extend(operands.into_iter().flatten().map(|o| (o, false)));
+            }
+        }
+        Ok(())
+    }
+
+    fn compute_shape(&mut self, id: NodeId) -> Result<Rc<Shape>> {
         if let Some(s) = &self.nodes[id as usize].shape {
             return Ok(s.clone());
         }

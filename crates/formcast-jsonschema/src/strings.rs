@@ -516,6 +516,23 @@ pub(crate) const SIMPLE_CHARS: [(u32, u32); 3] = [(0x20, 0x21), (0x23, 0x5B), (0
 
 pub(crate) use formcast_grammar::trie_node;
 
+/// Longest word, in characters, that "any string but these words" may
+/// exclude: the expression of the complement nests once per character of a
+/// word (its trie), and grammars nest at most
+/// [`formcast_grammar::MAX_NESTING_DEPTH`] levels.
+pub const MAX_EXCLUDED_WORD_CHARS: usize = 400;
+
+/// Refuses excluded words longer than [`MAX_EXCLUDED_WORD_CHARS`].
+pub fn check_excluded_words(excluded: &BTreeSet<String>) -> Result<(), String> {
+    match excluded.iter().find(|w| w.chars().count() > MAX_EXCLUDED_WORD_CHARS) {
+        Some(w) => Err(format!(
+            "excluding a string of {} characters (a property name or a `not`/`const` value) from the other strings: at most {MAX_EXCLUDED_WORD_CHARS} characters",
+            w.chars().count()
+        )),
+        None => Ok(()),
+    }
+}
+
 /// All strings except those of `excluded`: leave the trie of the words at
 /// some node (then anything), or stop at a node that is not a word.
 ///
@@ -610,6 +627,7 @@ fn lower_term(term: Vec<Lang>) -> Result<Option<Piece>, String> {
             return Ok(Some(if min == 0 && max.is_none() { Piece::Any } else { Piece::Length(min, max) }));
         }
         if min == 0 && max.is_none() {
+            check_excluded_words(&excluded)?;
             return Ok(Some(Piece::Content(complement_of_set(&excluded))));
         }
     }

@@ -10,6 +10,9 @@ use crate::numbers::NumLang;
 use crate::schema::{ArrAlt, NodeId, ObjAlt};
 use crate::strings::Lang;
 
+/// Deepest nesting of values enumerated for `uniqueItems`.
+const MAX_ENUM_DEPTH: usize = 32;
+
 fn undecidable(ptr: &str, what: &str) -> SchemaError {
     SchemaError::Limit { pointer: ptr.to_string(), reason: format!("cannot decide {what}") }
 }
@@ -105,8 +108,23 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         Ok(true)
     }
 
-    /// All values of `node` when there are at most `limit` of them.
+    /// All values of `node` when there are at most `limit` of them (`None`
+    /// when there are more, or the set is not known to be finite).
+    ///
+    /// A node met again inside its own enumeration (items that refer back
+    /// to their array) has values nested without bound: not finite. The
+    /// nesting of enumerated values is capped at [`MAX_ENUM_DEPTH`].
     pub fn enumerate(&mut self, node: NodeId, limit: usize) -> Result<Option<Vec<Json>>> {
+        if self.enumerating.contains(&node) || self.enumerating.len() >= MAX_ENUM_DEPTH {
+            return Ok(None);
+        }
+        self.enumerating.push(node);
+        let r = self.enumerate_node(node, limit);
+        self.enumerating.pop();
+        r
+    }
+
+    fn enumerate_node(&mut self, node: NodeId, limit: usize) -> Result<Option<Vec<Json>>> {
         let s = self.b.shape(node)?;
         let mut out: Vec<Json> = Vec::new();
         if s.null {

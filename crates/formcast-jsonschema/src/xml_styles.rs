@@ -33,6 +33,20 @@ fn limit(ptr: &str, reason: impl Into<String>) -> SchemaError {
     SchemaError::Limit { pointer: ptr.to_string(), reason: reason.into() }
 }
 
+/// A nested value of `cohere_xml` / `minimax_m3_xml` held by a rule of its
+/// own (see [`Lowerer::xml_part_rule`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum XmlPart {
+    /// cohere: the `dict` body of an object value (its members as elements).
+    CohereDict,
+    /// cohere: one `list` item, `<cofl:value type="…">…</cofl:value>`.
+    CohereItem,
+    /// minimax_m3: the members of an object value as elements.
+    M3Object,
+    /// minimax_m3: one array item, `<item>…</item>`.
+    M3Item,
+}
+
 /// The JSON type tags of a value, for styles that write them.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -83,13 +97,15 @@ pub fn lower(b: &mut Builder<'_>, root: NodeId, style: Style) -> Result<Grammar>
         return Err(SchemaError::Unsupported {
             keyword: "type".into(),
             pointer: String::new(),
-            reason: format!("the {style:?} style needs an object at the root (its properties become the parameters)"),
+            reason: format!("the {} style needs an object at the root (its properties become the parameters)", style.name()),
         });
     }
     let mut non_objects = (*shape).clone();
     non_objects.obj.clear();
     if !non_objects.is_trivially_empty() {
-        lw.b.warn("type", "", format!("only objects can be written in the {style:?} style; the schema's other root values are not generated"));
+        // The style's parameters are an object by definition (documented);
+        // the schema's other root values are reported, not generated.
+        lw.b.warn("type", "", format!("only objects can be written in the {} style; the schema's other root values are not generated", style.name()));
     }
     let mut alts = Vec::new();
     for o in shape.obj.clone() {
@@ -101,7 +117,7 @@ pub fn lower(b: &mut Builder<'_>, root: NodeId, style: Style) -> Result<Grammar>
             alts.push(seq(vec![gap.clone(), ne, gap]));
         }
     }
-    lw.drain()?;
+    lw.drain_xml(style)?;
     lw.em.set(root_rule, alt(alts));
     Ok(Grammar { rules: std::mem::take(&mut lw.em.rules), root: root_rule })
 }
@@ -206,8 +222,9 @@ impl<'b, 'a> Lowerer<'b, 'a> {
     pub(crate) fn xml_member(&mut self, style: Style, name: &str, node: NodeId, depth: usize) -> Result<Expr> {
         let shape = self.b.shape(node)?;
         let ptr = self.pointer(node);
+        // Styles that write the name inside an attribute escape it.
         let name_lit = match style {
-            Style::CohereXml => lit(&xml_attr_escape(name)),
+            Style::CohereXml | Style::KimiK3Xml => lit(&xml_attr_escape(name)),
             _ => lit(name),
         };
         let name_lit = self.avoid(name_lit);
@@ -303,10 +320,22 @@ impl<'b, 'a> Lowerer<'b, 'a> {
             }
             Style::KimiK3Xml => {
                 let mut alts = Vec::new();
+                let typed = |tag: &str, v: Expr| seq(vec![lit("<|open|>argument key=\""), name.clone(), lit(&format!("\" type=\"{tag}\"<|sep|>")), v, lit(&close)]);
                 for (k, tag) in [(Kind::Str, "string"), (Kind::Num, "number"), (Kind::Bool, "boolean"), (Kind::Obj, "object"), (Kind::Arr, "array"), (Kind::Null, "null")] {
                     let Some(p) = part(shape, k) else { continue };
                     let v = if k == Kind::Str { self.raw_string(&p.str, &forbidden, ptr)? } else { self.json_part(Some(&p), node, depth)? };
-                    alts.push(seq(vec![lit("<|open|>argument key=\""), name.clone(), lit(&format!("\" type=\"{tag}\"<|sep|>")), v, lit(&close)]));
+                    alts.push(typed(tag, v));
+                    // A declared property's type attribute is fixed
+                    // (integers render as "number"); a free-form key's may
+                    // be any type name, "integer" for integral values.
+                    if k == Kind::Num && literal_name.is_none() {
+                        let mut ints = p.clone();
+                        ints.num = NumLang::and(p.num.clone(), NumLang::Int);
+                        if ints.num.is_empty() != Some(true) {
+                            let v = self.json_part(Some(&ints), node, depth)?;
+                            alts.push(typed("integer", v));
+                        }
+                    }
                 }
                 Ok(alt(alts))
             }
@@ -328,6 +357,67 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         }
     }
 
+    /// The rule holding `part` of `node`'s value, reserved on first use and
+    /// built by [`Self::drain_xml`]. Objects and array items of the styles
+    /// that nest them as elements go through these rules, so a schema that
+    /// refers to itself (`{"properties": {"child": {"$ref": "#"}}}`) lowers
+    /// to a recursive rule, each node once, and the lowering never recurses
+    /// deeper than one value.
+    fn xml_part_rule(&mut self, node: NodeId, part: XmlPart) -> Result<Expr> {
+        if let Some(&r) = self.xml_rules.get(&(node, part)) {
+            return Ok(Expr::Rule(r));
+        }
+        let ptr = self.pointer(node);
+        self.b.tick(&ptr)?;
+        let base = if ptr.is_empty() { "root".to_string() } else { ptr.trim_start_matches('/').to_string() };
+        let suffix = match part {
+            XmlPart::CohereDict | XmlPart::M3Object => "elements",
+            XmlPart::CohereItem | XmlPart::M3Item => "item",
+        };
+        let id = self.em.reserve(&format!("{base}_{suffix}")).map_err(|r| limit(&ptr, r))?;
+        self.xml_rules.insert((node, part), id);
+        self.xml_pending.push((node, part, id));
+        Ok(Expr::Rule(id))
+    }
+
+    /// Builds every reserved rule, JSON values and XML parts alike (each
+    /// may reserve more of either kind).
+    fn drain_xml(&mut self, style: Style) -> Result<()> {
+        loop {
+            self.drain()?;
+            let Some((node, part, id)) = self.xml_pending.pop() else { return Ok(()) };
+            let shape = self.b.shape(node)?;
+            let ptr = self.pointer(node);
+            let body = match part {
+                XmlPart::CohereDict | XmlPart::M3Object => {
+                    let mut alts = Vec::new();
+                    for o in shape.obj.clone() {
+                        for (ne, empty_ok) in self.object_members(&o, 0, Some(style))? {
+                            let g = self.xml_gap();
+                            alts.push(seq(vec![g.clone(), ne, g.clone()]));
+                            if empty_ok {
+                                alts.push(g);
+                            }
+                        }
+                    }
+                    alt(alts)
+                }
+                XmlPart::CohereItem => {
+                    let mut alts = Vec::new();
+                    for (t, v) in self.cohere_value(&shape, node, 0, &ptr)? {
+                        alts.push(seq(vec![lit(&format!("<cofl:value type=\"{t}\">")), v, lit("</cofl:value>")]));
+                    }
+                    alt(alts)
+                }
+                XmlPart::M3Item => {
+                    let v = self.m3_value(&shape, node, 0, &ptr)?;
+                    seq(vec![lit(&format!("{MINIMAX_NS}<item>")), v, lit(&format!("{MINIMAX_NS}</item>"))])
+                }
+            };
+            self.em.set(id, body);
+        }
+    }
+
     /// Cohere bodies by type attribute: `raw` strings, `json` scalars,
     /// `dict` nested values, `list` items.
     fn cohere_value(&mut self, shape: &Shape, node: NodeId, depth: usize, ptr: &str) -> Result<Vec<(&'static str, Expr)>> {
@@ -345,25 +435,11 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         if !scalars.is_trivially_empty() {
             out.push(("json", self.json_part(Some(&scalars), node, depth)?));
         }
-        for o in shape.obj.clone() {
-            for (ne, empty_ok) in self.object_members(&o, depth + 1, Some(Style::CohereXml))? {
-                let g = self.xml_gap();
-                out.push(("dict", seq(vec![g.clone(), ne, g.clone()])));
-                if empty_ok {
-                    out.push(("dict", g));
-                }
-            }
+        if !shape.obj.is_empty() {
+            out.push(("dict", self.xml_part_rule(node, XmlPart::CohereDict)?));
         }
         for a in shape.arr.clone() {
-            let item = |me: &mut Lowerer<'b, 'a>, n: NodeId| -> Result<Expr> {
-                let s = me.b.shape(n)?;
-                let p = me.pointer(n);
-                let mut alts = Vec::new();
-                for (t, v) in me.cohere_value(&s, n, depth + 1, &p)? {
-                    alts.push(seq(vec![lit(&format!("<cofl:value type=\"{t}\">")), v, lit("</cofl:value>")]));
-                }
-                Ok(alt(alts))
-            };
+            let item = |me: &mut Lowerer<'b, 'a>, n: NodeId| me.xml_part_rule(n, XmlPart::CohereItem);
             out.push(("list", self.xml_array(&a, item, ptr)?));
         }
         Ok(out)
@@ -386,22 +462,11 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         if !scalars.is_trivially_empty() {
             alts.push(self.json_part(Some(&scalars), node, depth)?);
         }
-        for o in shape.obj.clone() {
-            for (ne, empty_ok) in self.object_members(&o, depth + 1, Some(Style::MinimaxM3Xml))? {
-                let g = self.xml_gap();
-                alts.push(seq(vec![g.clone(), ne, g.clone()]));
-                if empty_ok {
-                    alts.push(g);
-                }
-            }
+        if !shape.obj.is_empty() {
+            alts.push(self.xml_part_rule(node, XmlPart::M3Object)?);
         }
         for a in shape.arr.clone() {
-            let item = |me: &mut Lowerer<'b, 'a>, n: NodeId| -> Result<Expr> {
-                let s = me.b.shape(n)?;
-                let p = me.pointer(n);
-                let v = me.m3_value(&s, n, depth + 1, &p)?;
-                Ok(seq(vec![lit(&format!("{MINIMAX_NS}<item>")), v, lit(&format!("{MINIMAX_NS}</item>"))]))
-            };
+            let item = |me: &mut Lowerer<'b, 'a>, n: NodeId| me.xml_part_rule(n, XmlPart::M3Item);
             alts.push(self.xml_array(&a, item, ptr)?);
         }
         Ok(alt(alts))
@@ -437,6 +502,12 @@ impl<'b, 'a> Lowerer<'b, 'a> {
         for i in (0..a.prefix.len()).rev() {
             let body = seq(vec![enc(self, a.prefix[i])?, tail]);
             tail = if (i as u64) < a.min { body } else { opt(body) };
+            // Each item nests the rest once more: a rule every 100 items
+            // keeps expressions shallow however many prefix items there are.
+            if i % 100 == 0 && i > 0 {
+                let id = self.em.add("items_tail", tail).map_err(|r| limit(ptr, r))?;
+                tail = Expr::Rule(id);
+            }
         }
         Ok(seq(vec![self.xml_gap(), tail]))
     }

@@ -205,6 +205,33 @@ fn any_order_tracks_required() {
     g.check(&[r##"{"c":1,"a":2}"##, r##"{"b":0,"c":1,"a":2}"##, r##"{"a":1,"c":2}"##], &[r##"{"b":1,"a":2}"##, r##"{"a":1,"c":2,"a":3}"##]);
 }
 
+#[test]
+fn any_order_counts_properties_or_is_refused() {
+    let any = |lenient: bool| SchemaOptions { any_order: true, lenient, ..compact(true) };
+    // minProperties/maxProperties are counted in any order, undeclared
+    // keys included.
+    let s = r##"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["c"], "minProperties": 2, "maxProperties": 3, "additionalProperties": {"type": "boolean"}}"##;
+    let g = G::new(s, &any(false));
+    g.check(
+        &[r##"{"c":1,"a":2}"##, r##"{"b":0,"c":1}"##, r##"{"x":true,"c":1}"##, r##"{"b":0,"x":true,"c":1}"##],
+        &[r##"{"c":1}"##, r##"{"a":1,"b":2,"c":3,"x":true}"##, r##"{"a":1,"b":2}"##, r##"{"c":1,"c":2}"##],
+    );
+    // Without undeclared keys, a maximum of at least n bounds nothing.
+    let s = r##"{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "minProperties": 1, "maxProperties": 5}"##;
+    G::new(s, &any(false)).check(&[r##"{"b":1}"##, r##"{"b":1,"a":2}"##], &["{}"]);
+    // What cannot be tracked is an error naming the option, or in lenient
+    // mode a warning that says what was done instead.
+    let props: Vec<String> = (0..12).map(|i| format!(r##""p{i}": {{"type": "integer"}}"##)).collect();
+    let wide = format!(r##"{{"type": "object", "properties": {{{}}}}}"##, props.join(","));
+    let e = err(&wide, &any(false));
+    assert!(matches!(&e, SchemaError::UnsupportedOption { option, .. } if option == "any_order"), "{e}");
+    assert!(e.to_string().contains("declares 12"), "{e}");
+    let (_, warnings) = json_schema_str_to_grammar(&wide, &any(true)).unwrap();
+    assert!(warnings.iter().any(|w| w.keyword == "any_order" && w.message.contains("schema order")), "{warnings:?}");
+    let many = r##"{"type": "object", "properties": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}, "f": {}, "g": {}, "h": {}, "i": {}, "j": {}}, "additionalProperties": {"type": "integer"}, "maxProperties": 900}"##;
+    assert!(matches!(err(many, &any(false)), SchemaError::UnsupportedOption { .. }));
+}
+
 fn style(s: Style) -> SchemaOptions {
     SchemaOptions { style: s, ..Default::default() }
 }
@@ -243,6 +270,42 @@ fn xml_nested_values() {
     let g = G::new(s, &style(Style::CohereXml));
     g.check(&["<cofl:value name=\"p\" type=\"dict\"><cofl:value name=\"x\" type=\"json\">1</cofl:value></cofl:value><cofl:value name=\"l\" type=\"list\"><cofl:value type=\"raw\">a</cofl:value></cofl:value>"], &[]);
     assert!(json_schema_str_to_grammar(r##"{"type": "integer"}"##, &style(Style::QwenXml)).is_err());
+}
+
+#[test]
+fn xml_styles_lower_recursive_schemas_to_recursive_rules() {
+    // A schema that refers to itself once recursed without end in the
+    // styles that write objects and arrays as elements (a stack overflow).
+    let tree = r##"{"type": "object", "properties": {"name": {"type": "string"}, "child": {"$ref": "#"}, "kids": {"type": "array", "items": {"$ref": "#"}}}}"##;
+    let g = G::new(tree, &style(Style::CohereXml));
+    let leaf = "<cofl:value name=\"name\" type=\"raw\">a</cofl:value>";
+    let nested = format!("<cofl:value name=\"child\" type=\"dict\"><cofl:value name=\"child\" type=\"dict\">{leaf}</cofl:value></cofl:value>");
+    let listed = format!("<cofl:value name=\"kids\" type=\"list\"><cofl:value type=\"dict\">{leaf}</cofl:value><cofl:value type=\"dict\"></cofl:value></cofl:value>");
+    g.check(&[leaf, &nested, &listed, ""], &["<cofl:value name=\"child\" type=\"raw\">a</cofl:value>"]);
+    let g = G::new(tree, &style(Style::MinimaxM3Xml));
+    let ns = "]<]minimax[>[";
+    let deep = format!("{ns}<child>{ns}<child>{ns}<name>x{ns}</name>{ns}</child>{ns}</child>{ns}<kids>{ns}<item>{ns}<name>y{ns}</name>{ns}</item>{ns}</kids>");
+    g.check(&[&deep], &[&format!("{ns}<child>{ns}<name>x{ns}</child>")]);
+    // Every other style writes nested values as JSON, already by rule.
+    for st in [Style::QwenXml, Style::MinimaxXml, Style::DeepseekXml, Style::DeepseekV41Xml, Style::GlmXml, Style::KimiK3Xml] {
+        json_schema_str_to_grammar(tree, &style(st)).unwrap_or_else(|e| panic!("{st:?}: {e}"));
+    }
+}
+
+#[test]
+fn kimi_k3_escapes_key_attributes_and_types_free_form_keys() {
+    let g = G::new(r##"{"type": "object", "properties": {"we\"ird&key": {"type": "string"}}, "required": ["we\"ird&key"]}"##, &style(Style::KimiK3Xml));
+    let arg = |key: &str, ty: &str, v: &str| format!("<|open|>argument key=\"{key}\" type=\"{ty}\"<|sep|>{v}<|close|>argument<|sep|>");
+    g.check(&[&arg("we&quot;ird&amp;key", "string", "x")], &[&arg("we\"ird&key", "string", "x")]);
+    // Free-form keys take any type name, "integer" for integral values.
+    let g = G::new(r##"{"type": "object"}"##, &style(Style::KimiK3Xml));
+    g.check(
+        &[&arg("a", "integer", "1"), &arg("a", "number", "1.5"), &arg("a", "string", "s"), &arg("a", "null", "null")],
+        &[&arg("a", "integer", "1.5"), &arg("a", "float", "1")],
+    );
+    // A declared number's attribute stays "number".
+    let g = G::new(r##"{"type": "object", "properties": {"n": {"type": "integer"}}}"##, &style(Style::KimiK3Xml));
+    g.check(&[&arg("n", "number", "3")], &[&arg("n", "integer", "3")]);
 }
 
 #[test]
