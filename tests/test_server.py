@@ -17,8 +17,9 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from enum import Enum
-from typing import Optional
+from typing import Iterator, Optional
 
 import httpx
 import jsonschema
@@ -40,8 +41,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server():
+@contextmanager
+def running_server(*args: str) -> Iterator[dict]:
+    """`formcast serve` with the embedded model on a free 127.0.0.1 port
+    (extra CLI ``args``), healthy; yields ``{"base", "proc", "saw_loading"}``
+    and stops it afterwards. Skips when the model is not installed."""
     try:
         from formcast.tokenizer_sources import default_model_path
 
@@ -51,8 +55,7 @@ def server():
     port = _free_port()
     log = open(ROOT / "target" / f"test-server-{port}.log", "w") if (ROOT / "target").is_dir() else subprocess.DEVNULL
     proc = subprocess.Popen(
-        [sys.executable, "-m", "formcast.cli", "serve", "--port", str(port), "--parallel", "2", "--queue-size", "2",
-         "--ctx-size", "2048", "--api-key", KEY],
+        [sys.executable, "-m", "formcast.cli", "serve", "--port", str(port), *args],
         stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
     )
     base = f"http://127.0.0.1:{port}"
@@ -78,6 +81,12 @@ def server():
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server():
+    with running_server("--parallel", "2", "--queue-size", "2", "--ctx-size", "2048", "--api-key", KEY) as s:
+        yield s
 
 
 @pytest.fixture(scope="module")
@@ -358,20 +367,16 @@ def test_api_key_required(server):
     assert httpx.get(server["base"] + "/health").status_code == 200  # open
 
 
-def test_unknown_fields_are_ignored(client):
-    r = client.chat.completions.create(model=MODEL, messages=USER, max_tokens=3, extra_body={"some_vendor_flag": True})
-    assert r.choices[0].message.content is not None
+def test_unknown_fields_are_400(client):
+    with pytest.raises(openai.BadRequestError) as e:
+        client.chat.completions.create(model=MODEL, messages=USER, max_tokens=3, extra_body={"some_vendor_flag": True})
+    assert e.value.body["param"] == "some_vendor_flag"
+    assert "Unrecognized request argument supplied: some_vendor_flag" in e.value.message
 
 
 # ----------------------------------------------------------------- tools --
 WEATHER = {"type": "function", "function": {"name": "get_weather", "strict": True, "parameters": {
     "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"], "additionalProperties": False}}}
-
-
-def _tools_available() -> bool:
-    from formcast.server.tools import tool_calling_available
-
-    return tool_calling_available()
 
 
 def test_tool_choice_none_answers_text(client):
@@ -402,30 +407,6 @@ def test_history_tool_call_arguments_are_parsed_for_the_template(client):
     assert r.choices[0].message.content is not None
 
 
-ALL_CHOICES = ["auto", "required", {"type": "function", "function": {"name": "get_weather"}},
-               {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "function", "function": {"name": "get_weather"}}]}}]
-
-
-@pytest.mark.parametrize("choice", ALL_CHOICES)
-@pytest.mark.parametrize("parallel", [True, False])
-def test_tool_choice_modes_pending(client, choice, parallel):
-    if _tools_available():
-        pytest.skip("tool calling is available: covered by the tool-call tests")
-    with pytest.raises(openai.APIStatusError) as e:
-        client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": "Weather in Paris?"}], max_tokens=32,
-                                       tools=[WEATHER], tool_choice=choice, parallel_tool_calls=parallel)
-    assert e.value.status_code == 501 and "pending" in e.value.message
-    assert e.value.response.headers.get("x-should-retry") == "false"
-
-
-def _stag_available() -> bool:
-    from formcast.server.constraints import structural_tag_supported
-
-    return structural_tag_supported()
-
-
-needs_stag = pytest.mark.skipif(not _stag_available(), reason="Grammar.from_structural_tag not in this build")
-needs_tools = pytest.mark.skipif(not _tools_available(), reason="formcast.styles / Grammar.from_structural_tag not in this build")
 SEARCH = {"type": "function", "function": {"name": "search", "strict": True, "parameters": {
     "type": "object", "properties": {"query": {"type": "string", "maxLength": 40}}, "required": ["query"], "additionalProperties": False}}}
 WEATHER_Q = [{"role": "user", "content": "What is the weather in Paris? Use the tool."}]
@@ -438,7 +419,6 @@ def _check_calls(calls) -> None:
         jsonschema.validate(json.loads(call.function.arguments), TOOL_SCHEMAS[call.function.name])
 
 
-@needs_tools
 @pytest.mark.parametrize("parallel", [True, False])
 def test_tool_choice_required(client, parallel):
     r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
@@ -450,7 +430,6 @@ def test_tool_choice_required(client, parallel):
         assert len(c.message.tool_calls) == 1
 
 
-@needs_tools
 def test_tool_choice_named_is_stop(client):
     r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
                                        tool_choice={"type": "function", "function": {"name": "search"}})
@@ -460,7 +439,6 @@ def test_tool_choice_named_is_stop(client):
     _check_calls(c.message.tool_calls)
 
 
-@needs_tools
 def test_tool_choice_allowed_tools(client):
     r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH], temperature=0,
                                        tool_choice={"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [
@@ -470,7 +448,6 @@ def test_tool_choice_allowed_tools(client):
     _check_calls(c.message.tool_calls)
 
 
-@needs_tools
 def test_tool_choice_auto(client):
     for seed in range(3):
         r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER, SEARCH],
@@ -483,7 +460,6 @@ def test_tool_choice_auto(client):
             assert c.finish_reason in ("stop", "length") and c.message.content is not None
 
 
-@needs_tools
 def test_tools_with_response_format_union(client):
     for seed in range(3):
         r = client.chat.completions.create(model=MODEL, messages=WEATHER_Q, max_tokens=80, tools=[WEATHER], tool_choice="auto",
@@ -497,7 +473,6 @@ def test_tools_with_response_format_union(client):
             _valid(c.message.content, PERSON)
 
 
-@needs_tools
 def test_stream_helper_with_strict_tool(client):
     class GetWeather(BaseModel):
         city: str = Field(max_length=30)
@@ -512,7 +487,6 @@ def test_stream_helper_with_strict_tool(client):
     assert call.function.name == "GetWeather" and isinstance(call.function.parsed_arguments, GetWeather)
 
 
-@needs_tools
 def test_stream_tool_call_deltas_wire_format(http):
     body = {"model": MODEL, "messages": WEATHER_Q, "max_tokens": 80, "tools": [WEATHER, SEARCH], "tool_choice": "required",
             "stream": True, "temperature": 0}
@@ -539,7 +513,6 @@ def test_stream_tool_call_deltas_wire_format(http):
         jsonschema.validate(json.loads(call["args"]), TOOL_SCHEMAS[call["name"]])
 
 
-@needs_stag
 def test_structural_tag_current_and_legacy(client):
     tag = {"type": "structural_tag", "format": {"type": "sequence", "elements": [
         {"type": "const_string", "value": "Person: "}, {"type": "json_schema", "json_schema": PERSON}]}}
@@ -556,24 +529,11 @@ def test_structural_tag_current_and_legacy(client):
         _valid(m.group(1), PERSON)
 
 
-@needs_stag
 def test_bad_structural_tag_is_400(client):
     bad = {"type": "structural_tag", "format": {"type": "sequence", "elements": [{"type": "const_string"}]}}
     with pytest.raises(openai.BadRequestError) as e:
         client.chat.completions.create(model=MODEL, messages=USER, max_tokens=8, extra_body={"response_format": bad})
     assert "structural tag" in e.value.message
-
-
-def test_structural_tag_pending(client):
-    if _stag_available():
-        pytest.skip("structural tags available")
-    tag = {"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<tool_call>"], "tags": [
-        {"begin": "<tool_call>", "content": {"type": "json_schema", "json_schema": PERSON}, "end": "</tool_call>"}]}}
-    legacy = {"type": "structural_tag", "structures": [{"begin": "<p>", "schema": PERSON, "end": "</p>"}], "triggers": ["<p>"]}
-    for rf in (tag, legacy):
-        with pytest.raises(openai.APIStatusError) as e:
-            client.chat.completions.create(model=MODEL, messages=USER, max_tokens=8, extra_body={"response_format": rf})
-        assert e.value.status_code == 501 and "structural tag" in e.value.message
 
 
 # ------------------------------------------------- templates and sampling --

@@ -1,11 +1,14 @@
 """The HTTP application (FastAPI on uvicorn): OpenAI-compatible endpoints on
 top of the engine.
 
-A request goes: JSON body → validation → constraint (``constraints``) and
-tools (``tools``) → chat template → prompt tokens → grammar compiled in a
-worker thread (cached, time-bounded) → one matcher per choice (an assistant
-prefill is fed to it first) → jobs queued on the engine → engine events →
-response or SSE stream (``output``).
+A request goes: body bytes (size-limited) → JSON (``body``: nesting depth,
+UTF-8 and lone surrogates checked before anything recurses into it) → the
+endpoint's pydantic model (``validation``: unknown fields and wrong types are
+400s naming the field) → constraint (``constraints``) and tools (``tools``) →
+chat template → prompt tokens → grammar compiled in a worker thread (cached,
+time-bounded) → one matcher per choice (an assistant prefill is fed to it
+first) → jobs queued on the engine → engine events → response or SSE stream
+(``output``).
 """
 
 from __future__ import annotations
@@ -13,26 +16,35 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import math
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Mapping, Optional
+from typing import Any, AsyncIterator, Mapping, Optional, TypeVar
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from .. import GrammarCompiler, GrammarMatcher
 from ..runtime import ModelRuntime, load_runtime
+from .body import MAX_BODY_BYTES, parse_body
 from .constraints import Constraint, compile_constraint, constraint_from_request
-from .engine import Engine, ErrorEvent, FinishEvent, Job, QueueFullError, SamplingParams, TokenEvent
+from .engine import Engine, ErrorEvent, FinishEvent, Job, LogitBias, QueueFullError, SamplingParams, TokenEvent
 from .errors import APIError, error_body
 from .metrics import Metrics
 from .output import ChoiceState, chat_logprobs, completion_logprobs, new_id, now, sse, usage
-from .templates import normalize_messages, render_chat, resolve_template
+from .jinja_sandbox import WorkerPool
+from .templates import TEMPLATE_TIME_LIMIT_S, is_jinja, normalize_messages, render_chat, resolve_template
 from .reader import PlainReader, StyleReader
-from .tools import ToolPlan, detect_style, plan_tools, tool_calling_available, tool_constraint, tool_system_prompt
+from .tools import ToolPlan, detect_style, plan_tools, tool_constraint, tool_system_prompt
+from .validation import (
+    ChatCompletionRequest,
+    CompletionRequest,
+    DetokenizeRequest,
+    ResponsesRequest,
+    TokenizeRequest,
+    validate_request,
+)
 
 log = logging.getLogger("formcast.server")
 
@@ -50,7 +62,8 @@ class ServerConfig:
     ``compile_timeout_s``: grammar compile budget per request;
     ``tool_style``: the built-in tool-call style (None: detected from the
     chat template, Hermes/Qwen ``<tool_call>`` JSON by default);
-    ``reasoning``: ``enabled``/``auto``/``disabled`` (None: the detected default).
+    ``reasoning``: ``enabled``/``auto``/``disabled`` (None: the detected default);
+    ``max_body_bytes``: larger request bodies get 413.
     """
 
     model: Optional[str] = None
@@ -68,6 +81,7 @@ class ServerConfig:
     retry_after_s: int = 1
     tool_style: Optional[str] = None
     reasoning: Optional[str] = None
+    max_body_bytes: int = MAX_BODY_BYTES
 
 
 class _State:
@@ -80,6 +94,8 @@ class _State:
         self.load_error: Optional[str] = None
         self.ready = threading.Event()
         self.compile_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="formcast-compile")
+        # Worker processes for chat templates sent in requests (started when first needed).
+        self.template_pool = WorkerPool(max_workers=2)
         self.created = now()
         self.style: str = "qwen_3"
         self.reasoning: Optional[str] = None
@@ -164,74 +180,126 @@ def _error_response(e: APIError) -> JSONResponse:
     return JSONResponse(e.body(), status_code=e.status, headers=e.headers)
 
 
-async def _json_body(request: Request) -> dict:
-    try:
-        body = await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError):
-        raise APIError(400, "the request body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise APIError(400, "the request body must be a JSON object")
-    return body
+_JSON_TYPES = ("application/json",)
+
+
+def _check_content_type(value: Optional[str]) -> None:
+    """JSON bodies only: no ``content-type``, ``application/json`` or a
+    ``+json`` type, in UTF-8. Anything else is a 415."""
+    if not value:
+        return  # curl without -H, and other minimal clients: the body must still be JSON
+    media, _, params = value.partition(";")
+    media = media.strip().lower()
+    if media not in _JSON_TYPES and not media.endswith("+json"):
+        raise APIError(
+            415,
+            f"unsupported content-type {value[:80]!r}: the body must be JSON (content-type: application/json)",
+            param="content-type",
+            code="unsupported_media_type",
+        )
+    for p in params.split(";"):
+        key, _, val = p.partition("=")
+        if key.strip().lower() == "charset" and val.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            raise APIError(415, f"unsupported charset {val.strip()[:40]!r}: the body must be UTF-8", param="content-type",
+                           code="unsupported_media_type")
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    """The body bytes, refusing (413) more than ``limit``: by the declared
+    ``content-length`` before reading, or as soon as a chunked body grows past
+    it."""
+    def too_large(size: str) -> APIError:
+        return APIError(413, f"the request body {size}; the limit is {limit} bytes", code="request_too_large")
+
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large(f"is {int(declared)} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise too_large(f"has more than {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+Body = TypeVar("Body", ChatCompletionRequest, CompletionRequest, ResponsesRequest, TokenizeRequest, DetokenizeRequest)
+
+
+async def _request_body(request: Request, model: type[Body], limit: int) -> tuple[Body, dict]:
+    """The body checked against the endpoint's model: the validated model
+    and the plain JSON object (what the constraint and tools code read)."""
+    _check_content_type(request.headers.get("content-type"))
+    raw = await _read_limited(request, limit)
+    body = parse_body(raw)
+    return validate_request(model, body), body
 
 
 # ------------------------------------------------------------- parameters --
-def _num(req: Mapping[str, Any], key: str, default: Any, kind: type, lo: float, hi: float) -> Any:
-    v = req.get(key)
-    if v is None:
-        return default
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or (kind is int and not float(v).is_integer()):
-        raise APIError(400, f"'{key}' must be {'an integer' if kind is int else 'a number'}", param=key)
-    if not (lo <= v <= hi) or (isinstance(v, float) and math.isnan(v)):
-        raise APIError(400, f"'{key}' must be between {lo:g} and {hi:g}", param=key)
-    return kind(v)
-
-
-def _sampling(req: Mapping[str, Any], rt: ModelRuntime, prompt_len: int, *, legacy: bool = False) -> SamplingParams:
+def _sampling(
+    body: Any,
+    rt: ModelRuntime,
+    prompt_len: int,
+    *,
+    prompt_param: str,
+    max_tokens: Optional[int],
+    default_max: Optional[int],
+    logprobs: bool = False,
+    top_logprobs: int = 0,
+) -> SamplingParams:
+    """Sampling settings from a validated request model (fields a model does
+    not have take their defaults). ``default_max`` None: all the room left
+    in the context window."""
     room = rt.n_ctx - prompt_len
     if room < 1:
         raise APIError(
             400,
             f"the prompt has {prompt_len} tokens; the context window is {rt.n_ctx} tokens",
-            param="messages" if not legacy else "prompt",
+            param=prompt_param,
             code="context_length_exceeded",
         )
-    mt_key = "max_completion_tokens" if req.get("max_completion_tokens") is not None else "max_tokens"
-    if legacy and req.get("max_tokens") is None:
-        default_max = 16  # OpenAI's default for /v1/completions
-    else:
-        default_max = room
-    max_tokens = _num(req, mt_key, default_max, int, 1, 1 << 30)
-    stop = req.get("stop")
-    if stop is None:
-        stops: tuple[str, ...] = ()
-    elif isinstance(stop, str):
-        stops = (stop,) if stop else ()
-    elif isinstance(stop, list) and all(isinstance(s, str) for s in stop) and len(stop) <= 16:
-        stops = tuple(s for s in stop if s)
-    else:
-        raise APIError(400, "'stop' must be a string or an array of at most 16 strings", param="stop")
-    if legacy:
-        lp = req.get("logprobs")
-        n_top = _num(req, "logprobs", 0, int, 0, 20) if lp is not None else 0
-        want_lp = lp is not None
-    else:
-        want_lp = bool(req.get("logprobs"))
-        n_top = _num(req, "top_logprobs", 0, int, 0, 20)
-        if n_top and not want_lp:
-            raise APIError(400, "'top_logprobs' needs 'logprobs': true", param="top_logprobs")
-    seed = req.get("seed")
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int)):
-        raise APIError(400, "'seed' must be an integer", param="seed")
+
+    def get(name: str, default: Any) -> Any:
+        v = getattr(body, name, None)
+        return default if v is None else v
+
+    stop = get("stop", ())
+    stops = tuple(s for s in ((stop,) if isinstance(stop, str) else stop) if s)
+    top_k = get("top_k", 0)
+    seed = get("seed", None)
+    want = max_tokens if max_tokens is not None else (default_max if default_max is not None else room)
     return SamplingParams(
-        max_tokens=min(max_tokens, room),
-        temperature=_num(req, "temperature", 1.0, float, 0.0, 2.0),
-        top_p=_num(req, "top_p", 1.0, float, 0.0, 1.0) or 1.0,
-        top_k=_num(req, "top_k", 0, int, -1, 1 << 20) if req.get("top_k") != -1 else 0,
+        max_tokens=min(want, room),
+        temperature=get("temperature", 1.0),
+        top_p=get("top_p", 1.0),
+        top_k=0 if top_k == -1 else top_k,
         seed=None if seed is None else seed & 0xFFFFFFFF,
         stop=stops,
-        logprobs=want_lp,
-        top_logprobs=n_top,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
+        min_p=get("min_p", 0.0),
+        frequency_penalty=get("frequency_penalty", 0.0),
+        presence_penalty=get("presence_penalty", 0.0),
+        repeat_penalty=get("repeat_penalty", 1.0),
+        repeat_last_n=get("repeat_last_n", 64),
+        logit_bias=_logit_bias(get("logit_bias", None), rt),
     )
+
+
+def _logit_bias(bias: Optional[Mapping[str, float]], rt: ModelRuntime) -> Optional[LogitBias]:
+    """``logit_bias`` with its token ids checked against the vocabulary."""
+    if not bias:
+        return None
+    vocab = rt.tokenizer.vocab_size
+    ids: dict[int, float] = {}
+    for key, value in bias.items():
+        tid = int(key)  # canonical decimal: checked by the request model
+        if tid >= vocab:
+            raise APIError(400, f"'logit_bias.{key}': token id {tid} is not in the vocabulary (ids 0 to {vocab - 1})",
+                           param=f"logit_bias.{key}", code="invalid_value")
+        ids[tid] = value
+    return LogitBias.from_mapping(ids)
 
 
 # --------------------------------------------------------------- the app --
@@ -250,6 +318,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         if state.engine is not None:
             state.engine.stop()
         state.compile_pool.shutdown(wait=False, cancel_futures=True)
+        state.template_pool.close()
         if state.runtime is not None and runtime is None:
             state.runtime.close()
 
@@ -274,9 +343,8 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         assert state.runtime and state.engine and state.compiler
         return state.runtime, state.engine, state.compiler
 
-    def check_model(req: Mapping[str, Any]) -> str:
+    def check_model(name: Optional[str]) -> str:
         rt, _, _ = ready()
-        name = req.get("model")
         if name is not None and name not in state.model_names():
             raise APIError(
                 404,
@@ -314,7 +382,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
     @app.get("/v1/models/{model_id}")
     async def model(model_id: str) -> JSONResponse:
         rt, _, _ = ready()
-        check_model({"model": model_id})
+        check_model(model_id)
         return JSONResponse({"id": model_id, "object": "model", "created": state.created, "owned_by": "formcast"})
 
     @app.get("/props")
@@ -334,33 +402,50 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
 
     @app.post("/tokenize")
     async def tokenize(request: Request) -> JSONResponse:
+        body, _ = await _request_body(request, TokenizeRequest, cfg.max_body_bytes)
+        check_model(body.model)
         rt, _, _ = ready()
-        req = await _json_body(request)
-        text = next((req[k] for k in ("content", "prompt", "text") if k in req), None)
-        if not isinstance(text, str):
-            raise APIError(400, "'content' must be a string", param="content")
-        ids = rt.tokenize(text, add_special=bool(req.get("add_special", False)), parse_special=bool(req.get("parse_special", True)))
+        ids = rt.tokenize(
+            body.the_text,
+            add_special=bool(body.add_special),
+            parse_special=body.parse_special is not False,  # llama.cpp's default: special-token text is parsed
+        )
         out: dict[str, Any] = {"tokens": ids, "count": len(ids)}
-        if req.get("with_pieces"):
+        if body.with_pieces:
             out["pieces"] = [rt.tokenizer.token_bytes(i).decode("utf-8", "replace") for i in ids]
         return JSONResponse(out)
 
     @app.post("/detokenize")
     async def detokenize(request: Request) -> JSONResponse:
+        body, _ = await _request_body(request, DetokenizeRequest, cfg.max_body_bytes)
+        check_model(body.model)
         rt, _, _ = ready()
-        req = await _json_body(request)
-        ids = req.get("tokens")
         vocab = rt.tokenizer.vocab_size
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < vocab for i in ids):
-            raise APIError(400, f"'tokens' must be an array of token ids in [0, {vocab})", param="tokens")
-        return JSONResponse({"content": rt.detokenize(ids).decode("utf-8", "replace")})
+        bad = next((k for k, i in enumerate(body.tokens) if i >= vocab), None)
+        if bad is not None:
+            raise APIError(400, f"'tokens[{bad}]' is {body.tokens[bad]}, not a token id of this vocabulary (0 to {vocab - 1})",
+                           param=f"tokens[{bad}]", code="invalid_value")
+        return JSONResponse({"content": rt.detokenize(body.tokens).decode("utf-8", "replace")})
 
     # ------------------------------------------------------- generation --
+    def check_capacity(n: int, param: str) -> None:
+        """A request whose choices could never all be queued is a 400, not a
+        503 that a client would retry forever."""
+        rt, _, _ = ready()
+        most = rt.num_slots + cfg.queue_size
+        if n > most:
+            raise APIError(
+                400,
+                f"this request needs {n} sequences; this server can hold at most {most} "
+                f"({rt.num_slots} decoding + {cfg.queue_size} waiting)",
+                param=param,
+                code="invalid_value",
+            )
+
     async def prepare(
-        req: Mapping[str, Any], prompt_ids: list[int], prefill: str, constraint: Optional[Constraint], n: int, *, legacy: bool
-    ) -> tuple[SamplingParams, list[Optional[GrammarMatcher]]]:
+        params: SamplingParams, prefill: str, constraint: Optional[Constraint], n: int
+    ) -> list[Optional[GrammarMatcher]]:
         rt, eng, compiler = ready()
-        params = _sampling(req, rt, len(prompt_ids), legacy=legacy)
         if not eng.has_room(n):
             state.metrics.rejected.inc()
             raise APIError(503, "the server is busy: the request queue is full", headers={"Retry-After": str(cfg.retry_after_s)}, code="queue_full")
@@ -380,7 +465,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
                             f"the assistant prefill {prefill[:60]!r} does not match the constraint in '{constraint.param}'",
                             param="messages",
                         )
-        return params, matchers
+        return matchers
 
     async def run_jobs(
         request: Request, prompts: list[list[int]], params: SamplingParams, matchers: list[Optional[GrammarMatcher]], n: int
@@ -438,6 +523,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
         return states
 
     def chat_prompt(req: Mapping[str, Any], rt: ModelRuntime, plan: Optional[ToolPlan]) -> tuple[list[int], str]:
+        """Prompt token ids and the assistant prefill (``req``: a validated body)."""
         messages = normalize_messages(req.get("messages"))
         prefill = ""
         if messages[-1]["role"] == "assistant" and not messages[-1].get("tool_calls"):
@@ -445,10 +531,14 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             messages = messages[:-1]
         requested = req.get("chat_template") if req.get("chat_template") is not None else req.get("template")
         param = "chat_template" if req.get("chat_template") is not None else "template"
-        source = resolve_template(requested if requested is not None else cfg.template, rt.chat_template, param=param)
+        if requested is not None:
+            source = resolve_template(requested, rt.chat_template, param=param, trusted=False)
+        else:
+            source = resolve_template(cfg.template, rt.chat_template, param=param)
+        # Jinja text from the request is untrusted code: it renders in a
+        # worker process with time, memory and output limits.
+        untrusted = is_jinja(requested)
         kwargs = req.get("chat_template_kwargs") or {}
-        if not isinstance(kwargs, Mapping):
-            raise APIError(400, "'chat_template_kwargs' must be an object", param="chat_template_kwargs")
         if plan is not None and plan.active and state.style == "qwen_3" and "tools" not in source:
             # The template cannot show the tools: describe them in the system turn.
             section = tool_system_prompt(plan)
@@ -464,19 +554,19 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             bos_token=rt.bos_token,
             eos_token=rt.eos_token,
             kwargs=kwargs,
+            time_limit_s=TEMPLATE_TIME_LIMIT_S if untrusted else None,
+            template_param=param,
+            pool=state.template_pool,
         )
         ids = rt.tokenize(text, add_special=True, parse_special=True)
         if prefill:
             ids += rt.tokenize(prefill, add_special=False, parse_special=False)
         return ids, prefill
 
-    def n_of(req: Mapping[str, Any]) -> int:
-        return _num(req, "n", 1, int, 1, 16)
-
     @app.post("/v1/chat/completions")
     async def chat_completions(request: Request) -> Response:
-        req = await _json_body(request)
-        model_id = check_model(req)
+        body, req = await _request_body(request, ChatCompletionRequest, cfg.max_body_bytes)
+        model_id = check_model(body.model)
         rt, _, _ = ready()
         plan = plan_tools(req)
         reasoning = state.reasoning
@@ -498,10 +588,14 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
                 return tool_constraint(plan, c, style=state.style, reasoning=reasoning, tokenizer=rt.tokenizer)
             return c, None
 
+        n = body.n or 1
+        check_capacity(n, "n")
         constraint, style_tag = await asyncio.get_running_loop().run_in_executor(state.compile_pool, build)
-        n = n_of(req)
-        prompt_ids, prefill = chat_prompt(req, rt, plan)
-        params, matchers = await prepare(req, prompt_ids, prefill, constraint, n, legacy=False)
+        prompt_ids, prefill = await asyncio.get_running_loop().run_in_executor(state.compile_pool, chat_prompt, req, rt, plan)
+        max_tokens = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+        params = _sampling(body, rt, len(prompt_ids), prompt_param="messages", max_tokens=max_tokens, default_max=None,
+                           logprobs=bool(body.logprobs), top_logprobs=body.top_logprobs or 0)
+        matchers = await prepare(params, prefill, constraint, n)
         queue, jobs = await run_jobs(request, [prompt_ids], params, matchers, n)
 
         def make_reader() -> Any:
@@ -514,10 +608,8 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
 
         cid = new_id("chatcmpl")
         created = now()
-        stream = bool(req.get("stream"))
-        if stream:
-            so = req.get("stream_options") or {}
-            include_usage = bool(so.get("include_usage")) if isinstance(so, Mapping) else False
+        if body.stream:
+            include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(
                 _chat_stream(queue, jobs, cid, created, model_id, include_usage, params, rt, make_reader, final_reason),
                 media_type="text/event-stream",
@@ -612,37 +704,43 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
     # ------------------------------------------------------ completions --
     @app.post("/v1/completions")
     async def completions(request: Request) -> Response:
-        req = await _json_body(request)
-        model_id = check_model(req)
+        body, req = await _request_body(request, CompletionRequest, cfg.max_body_bytes)
+        model_id = check_model(body.model)
         rt, _, _ = ready()
-        raw = req.get("prompt")
+        raw = body.prompt
+        n = body.n or 1
         if isinstance(raw, str):
             prompt_texts: list[Optional[str]] = [raw]
-            prompts = [rt.tokenize(raw, add_special=True, parse_special=True)]
-        elif isinstance(raw, list) and raw and all(isinstance(p, str) for p in raw):
+        elif isinstance(raw[0], str):
             prompt_texts = list(raw)
-            prompts = [rt.tokenize(p, add_special=True, parse_special=True) for p in raw]
-        elif isinstance(raw, list) and raw and all(isinstance(t, int) and not isinstance(t, bool) for t in raw):
-            prompt_texts, prompts = [None], [list(raw)]
+        else:  # token ids (the request model makes it one kind or the other)
+            prompt_texts = [None]
+        check_capacity(n * len(prompt_texts), "n" if len(prompt_texts) == 1 else "prompt")
+        if prompt_texts[0] is None:
+            vocab = rt.tokenizer.vocab_size
+            bad = next((k for k, t in enumerate(raw) if t >= vocab), None)
+            if bad is not None:
+                raise APIError(400, f"'prompt[{bad}]' is {raw[bad]}, not a token id of this vocabulary (0 to {vocab - 1})",
+                               param=f"prompt[{bad}]", code="invalid_value")
+            prompts = [list(raw)]
         else:
-            raise APIError(400, "'prompt' must be a string, an array of strings or an array of token ids", param="prompt")
-        if any(not p for p in prompts):
-            raise APIError(400, "'prompt' must not be empty", param="prompt")
-        if any(not (0 <= t < rt.tokenizer.vocab_size) for p in prompts for t in p):
-            raise APIError(400, "'prompt' has token ids outside the vocabulary", param="prompt")
-        if req.get("tools"):
-            raise APIError(400, "'tools' are not supported on /v1/completions; use /v1/chat/completions", param="tools")
+            prompts = [rt.tokenize(p or "", add_special=True, parse_special=True) for p in prompt_texts]
+        empty = next((k for k, p in enumerate(prompts) if not p), None)
+        if empty is not None:
+            raise APIError(400, "'prompt' must not be empty", param="prompt" if isinstance(raw, str) else f"prompt[{empty}]")
         constraint = await asyncio.get_running_loop().run_in_executor(state.compile_pool, constraint_from_request, req, rt.tokenizer)
-        n = n_of(req)
         longest = max(prompts, key=len)
-        params, matchers = await prepare(req, longest, "", constraint, n * len(prompts), legacy=True)
+        want_lp = body.logprobs is not None
+        params = _sampling(body, rt, len(longest), prompt_param="prompt", max_tokens=body.max_tokens,
+                           default_max=16,  # OpenAI's default for /v1/completions
+                           logprobs=want_lp, top_logprobs=body.logprobs or 0)
+        matchers = await prepare(params, "", constraint, n * len(prompts))
         queue, jobs = await run_jobs(request, prompts, params, matchers, n)
         cid = new_id("cmpl")
         created = now()
-        echo = bool(req.get("echo"))
-        if req.get("stream"):
-            so = req.get("stream_options") or {}
-            include_usage = bool(so.get("include_usage")) if isinstance(so, Mapping) else False
+        echo = bool(body.echo)
+        if body.stream:
+            include_usage = bool(body.stream_options and body.stream_options.include_usage)
             return StreamingResponse(
                 _completion_stream(queue, jobs, cid, created, model_id, include_usage, params, rt, sum(len(p) for p in prompts)),
                 media_type="text/event-stream",
@@ -710,44 +808,28 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
     # -------------------------------------------------------- responses --
     @app.post("/v1/responses")
     async def responses(request: Request) -> Response:
-        req = await _json_body(request)
-        model_id = check_model(req)
+        body, req = await _request_body(request, ResponsesRequest, cfg.max_body_bytes)
+        model_id = check_model(body.model)
         rt, _, _ = ready()
-        if req.get("tools"):
-            raise APIError(400, "'tools' are not supported on /v1/responses yet; use /v1/chat/completions", param="tools")
         messages: list[dict] = []
-        if isinstance(req.get("instructions"), str):
-            messages.append({"role": "system", "content": req["instructions"]})
-        inp = req.get("input")
-        if isinstance(inp, str):
-            messages.append({"role": "user", "content": inp})
-        elif isinstance(inp, list):
-            for i, item in enumerate(inp):
-                if not isinstance(item, Mapping) or "role" not in item:
-                    raise APIError(400, f"input[{i}] must be a message with a 'role'", param=f"input[{i}]")
-                role = "system" if item["role"] == "developer" else item["role"]
-                messages.append({"role": role, "content": item.get("content")})
+        if body.instructions is not None:
+            messages.append({"role": "system", "content": body.instructions})
+        if isinstance(req["input"], str):
+            messages.append({"role": "user", "content": req["input"]})
         else:
-            raise APIError(400, "'input' must be a string or an array of messages", param="input")
-        chat_req: dict[str, Any] = {
-            "messages": messages,
-            "temperature": req.get("temperature"),
-            "top_p": req.get("top_p"),
-            "max_tokens": req.get("max_output_tokens"),
-            "seed": req.get("seed"),
-        }
-        text = req.get("text")
-        fmt = text.get("format") if isinstance(text, Mapping) else None
+            for item in req["input"]:
+                role = "system" if item["role"] == "developer" else item["role"]
+                messages.append({"role": role, "content": item["content"]})
+        chat_req: dict[str, Any] = {"messages": messages}
+        fmt = req["text"].get("format") if req.get("text") else None
         if fmt is not None:
-            if not isinstance(fmt, Mapping):
-                raise APIError(400, "'text.format' must be an object", param="text.format")
-            if fmt.get("type") == "json_schema":
+            if fmt["type"] == "json_schema":
                 chat_req["response_format"] = {
                     "type": "json_schema",
                     "json_schema": {"name": fmt.get("name"), "schema": fmt.get("schema"), "strict": fmt.get("strict")},
                 }
                 if fmt.get("schema") is None:
-                    raise APIError(400, "text.format.schema is missing", param="text.format.schema")
+                    raise APIError(400, "'text.format.schema' is required", param="text.format.schema")
             else:
                 chat_req["response_format"] = dict(fmt)
         try:
@@ -756,8 +838,9 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
             if e.param and e.param.startswith("response_format"):
                 e.param = "text.format"
             raise
-        prompt_ids, prefill = chat_prompt(chat_req, rt, None)
-        params, matchers = await prepare(chat_req, prompt_ids, prefill, constraint, 1, legacy=False)
+        prompt_ids, prefill = await asyncio.get_running_loop().run_in_executor(state.compile_pool, chat_prompt, chat_req, rt, None)
+        params = _sampling(body, rt, len(prompt_ids), prompt_param="input", max_tokens=body.max_output_tokens, default_max=None)
+        matchers = await prepare(params, prefill, constraint, 1)
         queue, jobs = await run_jobs(request, [prompt_ids], params, matchers, 1)
         rid, mid, created = new_id("resp"), new_id("msg"), now()
 
@@ -794,7 +877,7 @@ def create_app(config: Optional[ServerConfig] = None, *, runtime: Optional[Model
                 },
             }
 
-        if req.get("stream"):
+        if body.stream:
             return StreamingResponse(
                 _responses_stream(queue, jobs, response_body, mid), media_type="text/event-stream", headers={"Cache-Control": "no-cache"}
             )

@@ -15,11 +15,15 @@ both):
   ``choice``, ``grammar``, ``structural_tag``.
 
 Tools are combined with these by :mod:`formcast.server.tools`.
+
+Schemas are checked against their metaschema with python-jsonschema, which
+recurses several Python frames per level: a schema nested deeper than
+:data:`MAX_SCHEMA_DEPTH` is refused first (a 400 naming the field and the
+limit), never met by a ``RecursionError``.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -28,9 +32,16 @@ from typing import Any, Mapping, Optional
 import jsonschema
 
 from .. import CompileTimeoutError, FormcastError, Grammar, GrammarCompiler
+from .body import check_value_depth, loads_bounded
 from .errors import APIError
 
-__all__ = ["Constraint", "constraint_from_request", "compile_constraint", "structural_tag_supported"]
+__all__ = ["Constraint", "MAX_SCHEMA_DEPTH", "constraint_from_request", "compile_constraint", "check_schema_depth"]
+
+#: Deepest JSON nesting of a JSON Schema (tool parameters included). The
+#: metaschema check handles ~120 levels in a fresh thread (a chain of
+#: ``items`` or ``not``, the worst case); 100 leaves room for the frames of the
+#: caller.
+MAX_SCHEMA_DEPTH = 100
 
 
 @dataclass
@@ -51,9 +62,9 @@ class Constraint:
     warnings: list[str] = field(default_factory=list)
 
 
-def structural_tag_supported() -> bool:
-    """Whether this formcast build has ``Grammar.from_structural_tag``."""
-    return hasattr(Grammar, "from_structural_tag")
+def check_schema_depth(schema: Any, param: str) -> None:
+    """A 400 naming ``param`` when ``schema`` nests deeper than :data:`MAX_SCHEMA_DEPTH`."""
+    check_value_depth(schema, MAX_SCHEMA_DEPTH, param=param, what="the JSON Schema")
 
 
 def _collect(req: Mapping[str, Any]) -> list[Constraint]:
@@ -127,15 +138,16 @@ def constraint_from_request(req: Mapping[str, Any], tokenizer: Any = None) -> Op
 def _schema_value(c: Constraint) -> Any:
     schema = c.schema
     if isinstance(schema, str):
-        try:
-            schema = json.loads(schema)
-        except json.JSONDecodeError as e:
-            raise APIError(400, f"'{c.param}' is not valid JSON: {e}", param=c.param) from None
+        schema = loads_bounded(schema, param=c.param)
     if not isinstance(schema, (Mapping, bool)):
         raise APIError(400, f"'{c.param}' must be a JSON Schema object", param=c.param)
+    check_schema_depth(schema, c.param)
     try:
         cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
         cls.check_schema(schema)
+    except RecursionError:  # pragma: no cover - bounded by check_schema_depth; kept as a last guard
+        raise APIError(400, f"the JSON Schema in '{c.param}' is nested too deeply to check", param=c.param,
+                       code="nesting_too_deep") from None
     except jsonschema.SchemaError as e:
         where = "/".join(str(p) for p in e.absolute_path)
         raise APIError(400, f"invalid JSON Schema in '{c.param}' at '/{where}': {e.message}", param=c.param) from None
@@ -172,6 +184,8 @@ def build_grammar(c: Constraint, tokenizer: Any = None) -> Grammar:
             raise APIError(400, f"unsupported constraint kind {c.kind!r}", param=c.param)
     except APIError:
         raise
+    except RecursionError:  # pragma: no cover - nesting is bounded before; never a 500
+        raise APIError(400, f"the constraint in '{c.param}' is nested too deeply", param=c.param, code="nesting_too_deep") from None
     except (FormcastError, ValueError, TypeError) as e:
         what = {"grammar": "GBNF grammar", "regex": "regex", "json_schema": "JSON Schema", "json_object": "JSON object",
                 "choice": "choice list", "structural_tag": "structural tag"}[c.kind]
@@ -182,10 +196,7 @@ def build_grammar(c: Constraint, tokenizer: Any = None) -> Grammar:
 def _structural_tag_grammar(c: Constraint, tokenizer: Any) -> Grammar:
     spec = c.spec
     if isinstance(spec, str):
-        try:
-            spec = json.loads(spec)
-        except json.JSONDecodeError as e:
-            raise APIError(400, f"'{c.param}' is not valid JSON: {e}", param=c.param) from None
+        spec = loads_bounded(spec, param=c.param)
     if not isinstance(spec, Mapping):
         raise APIError(400, f"'{c.param}' must be an object", param=c.param)
     has_current = "format" in spec
@@ -202,16 +213,8 @@ def _structural_tag_grammar(c: Constraint, tokenizer: Any) -> Grammar:
         for i, s in enumerate(structures):
             if not isinstance(s, Mapping) or not isinstance(s.get("begin"), str) or not isinstance(s.get("end"), str):
                 raise APIError(400, f"'{c.param}.structures[{i}]' needs string 'begin' and 'end' and a 'schema'", param=c.param)
-    if not structural_tag_supported():
-        raise APIError(
-            501,
-            "structural tags are not available in this build: formcast.Grammar.from_structural_tag is pending",
-            param=c.param,
-            code="structural_tag_unavailable",
-            headers={"x-should-retry": "false"},
-        )
     c.spec = dict(spec, type="structural_tag")
-    return Grammar.from_structural_tag(c.spec, tokenizer)  # type: ignore[attr-defined]
+    return Grammar.from_structural_tag(c.spec, tokenizer)
 
 
 def compile_constraint(compiler: GrammarCompiler, c: Constraint, *, timeout_s: float) -> tuple[Any, float]:

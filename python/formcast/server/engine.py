@@ -7,6 +7,11 @@ prompt prefix of a slot), feed every active slot its next tokens in one
 others), fill the token masks of all constrained sequences in one parallel
 call, set the disallowed logits to ``-inf``, sample, advance the matchers,
 and hand text deltas to the waiting request handlers on the event loop.
+
+Logit processing, in order: ``logit_bias``, the repeat penalty, the
+frequency and presence penalties (:func:`_penalize`), then the grammar mask,
+so no bias or penalty can make an invalid token win; then sampling
+(:func:`_sample`): ``min_p``, temperature, ``top_k``, ``top_p``.
 """
 
 from __future__ import annotations
@@ -28,16 +33,41 @@ from ..runtime import ModelRuntime, SequenceFeed
 
 log = logging.getLogger("formcast.server")
 
-__all__ = ["SamplingParams", "Job", "TokenEvent", "FinishEvent", "ErrorEvent", "Engine", "QueueFullError"]
+__all__ = ["SamplingParams", "LogitBias", "StopScanner", "Job", "TokenEvent", "FinishEvent", "ErrorEvent", "Engine", "QueueFullError"]
 
 
 class QueueFullError(Exception):
     """More jobs are waiting than the queue allows."""
 
 
+@dataclass(frozen=True)
+class LogitBias:
+    """OpenAI ``logit_bias`` as arrays: distinct token ``ids`` and the
+    ``values`` added to their logits."""
+
+    ids: np.ndarray
+    values: np.ndarray
+
+    @classmethod
+    def from_mapping(cls, bias: dict[int, float]) -> "LogitBias":
+        """From ``{token id: bias}``."""
+        return cls(np.fromiter(bias.keys(), dtype=np.int64, count=len(bias)),
+                   np.fromiter(bias.values(), dtype=np.float32, count=len(bias)))
+
+
 @dataclass
 class SamplingParams:
-    """Per-sequence sampling settings (OpenAI names)."""
+    """Per-sequence sampling settings (OpenAI names; ``top_k``, ``min_p``,
+    ``repeat_penalty`` and ``repeat_last_n`` as llama.cpp defines them).
+
+    ``frequency_penalty`` / ``presence_penalty``: subtracted from a token's
+    logit per earlier occurrence / once if it occurred, counting the tokens
+    this choice generated (OpenAI). ``repeat_penalty``: divides the positive
+    and multiplies the non-positive logits of every token among the last
+    ``repeat_last_n`` tokens, prompt included (llama.cpp; -1: the whole
+    context, 0: off). ``min_p``: drops tokens whose probability is below
+    ``min_p`` times the most likely one's (before temperature, as llama.cpp).
+    """
 
     max_tokens: int
     temperature: float = 1.0
@@ -47,11 +77,27 @@ class SamplingParams:
     stop: tuple[str, ...] = ()
     logprobs: bool = False
     top_logprobs: int = 0
+    min_p: float = 0.0
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    repeat_penalty: float = 1.0
+    repeat_last_n: int = 64
+    logit_bias: Optional[LogitBias] = None
     # Constrained jobs only: when the shortest completion of the answer no
     # longer fits in the tokens left (max_tokens or the context window), append
     # it instead of sampling on, so a cut-off answer still matches the grammar
     # (finish reason "length", with a note). See Engine._close_at_budget.
     complete_on_length: bool = False
+
+    @property
+    def changes_logits(self) -> bool:
+        """Whether :func:`_penalize` has anything to do."""
+        return (
+            self.logit_bias is not None
+            or self.frequency_penalty != 0.0
+            or self.presence_penalty != 0.0
+            or (self.repeat_penalty != 1.0 and self.repeat_last_n != 0)
+        )
 
 
 @dataclass
@@ -104,6 +150,7 @@ class Job:
     pending: list[int] = field(default_factory=list)
     generated: list[int] = field(default_factory=list)
     text_held: str = ""
+    stops: Optional["StopScanner"] = None
     decoder: Any = None
     rng: Optional[np.random.Generator] = None
     enqueued_at: float = 0.0
@@ -234,6 +281,7 @@ class Engine:
             job.pending = list(job.prompt[reuse:])
             self._slot_tokens[best] = list(job.prompt[:reuse])
             job.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+            job.stops = StopScanner(job.params.stop) if any(job.params.stop) else None
             seed = job.params.seed if job.params.seed is not None else next(self._seed_counter)
             job.rng = np.random.default_rng(seed + job.index if job.params.seed is not None else seed)
             job.started_at = time.monotonic()
@@ -287,6 +335,12 @@ class Engine:
             sample_rows.append(i)
         if not sample_rows:
             return
+        # Biases and penalties first: the mask applied after them still
+        # decides which tokens are possible.
+        for i in sample_rows:
+            j = ready[i]
+            if j.params.changes_logits:
+                _penalize(logits[i], j.params, j.prompt, j.generated, rt.n_ctx)
         # Masks for the constrained sequences, filled in parallel.
         constrained = [i for i in sample_rows if ready[i].matcher is not None]
         if constrained:
@@ -299,7 +353,13 @@ class Engine:
             if self.metrics is not None:
                 self.metrics.mask_seconds.observe(time.perf_counter() - t0)
         for i in sample_rows:
-            self._advance(ready[i], logits[i])
+            j = ready[i]
+            try:
+                self._advance(j, logits[i])
+            except Exception as e:  # one job's failure is not its batch-mates'
+                log.exception("sampling failed for slot %d", j.slot)
+                j.emit(ErrorEvent(j.index, f"generation failed: {e}"))
+                self._release(j)
 
     def _advance(self, j: Job, row: np.ndarray) -> None:
         p = j.params
@@ -322,16 +382,17 @@ class Engine:
         text = j.decoder.decode(piece)
         logprobs = [lp] if lp is not None else []
         done_reason: Optional[str] = None
-        if p.stop:
+        if j.stops is not None:
+            # Only the new text is scanned; the held text is the longest
+            # suffix that may still become a stop string.
             j.text_held += text
-            hit = _find_stop(j.text_held, p.stop)
+            hit, keep = j.stops.feed(text)
             if hit is not None:
-                out = j.text_held[:hit]
+                out = j.text_held[: len(j.text_held) - hit]
                 j.text_held = ""
                 j.emit(TokenEvent(j.index, out, [token], logprobs))
                 self._finish(j, "stop", flush=False)
                 return
-            keep = _held_suffix(j.text_held, p.stop)
             out = j.text_held[: len(j.text_held) - keep]
             j.text_held = j.text_held[len(j.text_held) - keep :]
         else:
@@ -435,10 +496,65 @@ class Engine:
         self._release(j)
 
 
+def _failure(s: str) -> list[int]:
+    """KMP failure function of ``s``: ``f[i]`` is the length of the longest
+    proper prefix of ``s[: i + 1]`` that is also its suffix."""
+    f = [0] * len(s)
+    k = 0
+    for i in range(1, len(s)):
+        while k and s[i] != s[k]:
+            k = f[k - 1]
+        if s[i] == s[k]:
+            k += 1
+        f[i] = k
+    return f
+
+
+class StopScanner:
+    """Stop strings found in text that arrives piece by piece, in time linear
+    in the text: one Knuth-Morris-Pratt automaton per stop string, whose
+    state is the longest suffix of the text so far that is a prefix of that
+    stop string. That suffix is what must be held back (it may yet become a
+    stop string); everything before it can be released. Each character costs
+    amortized O(1) per stop string, whatever the stop strings' lengths
+    (building the automata is linear in them), so the decode loop never
+    rescans the held text. Empty stop strings are ignored."""
+
+    def __init__(self, stops: Sequence[str]) -> None:
+        self.stops = tuple(s for s in stops if s)
+        self._fail = [_failure(s) for s in self.stops]
+        self._state = [0] * len(self.stops)
+
+    def feed(self, text: str) -> tuple[Optional[int], int]:
+        """Advances over ``text``. Returns ``(hit, held)``: ``hit`` is where
+        the earliest stop string that ends in ``text`` starts, counted back
+        from the end of ``text`` (so ``held_text[len(held_text) - hit:]``
+        starts with it, where ``held_text`` is the held text plus ``text``),
+        or None; ``held`` is how many characters at the end must stay held."""
+        hit: Optional[int] = None
+        n = len(text)
+        for k, s in enumerate(self.stops):
+            q, fail, m = self._state[k], self._fail[k], len(s)
+            for i, c in enumerate(text):
+                while q and s[q] != c:
+                    q = fail[q - 1]
+                if s[q] == c:
+                    q += 1
+                if q == m:  # s ends at text[i]: it starts m - 1 characters earlier
+                    back = n - i - 1 + m
+                    if hit is None or back > hit:
+                        hit = back
+                    break  # a later end of the same string starts later
+            self._state[k] = q
+        held = max(self._state, default=0)
+        return hit, held
+
+
 def _find_stop(text: str, stops: Sequence[str]) -> Optional[int]:
+    """Where the earliest stop string in ``text`` starts, or None."""
     best = None
     for s in stops:
-        k = text.find(s)
+        k = text.find(s) if s else -1
         if k >= 0 and (best is None or k < best):
             best = k
     return best
@@ -446,13 +562,23 @@ def _find_stop(text: str, stops: Sequence[str]) -> Optional[int]:
 
 def _held_suffix(text: str, stops: Sequence[str]) -> int:
     """Length of the longest suffix of ``text`` that is a proper prefix of a
-    stop string (held back until it is decided)."""
+    stop string (held back until it is decided); linear in ``text`` and the
+    stop strings."""
     keep = 0
     for s in stops:
-        for n in range(min(len(s) - 1, len(text)), keep, -1):
-            if text.endswith(s[:n]):
-                keep = n
-                break
+        if not s:
+            continue
+        fail, q = _failure(s), 0
+        for c in text:
+            if q == len(s):
+                q = fail[q - 1]
+            while q and s[q] != c:
+                q = fail[q - 1]
+            if s[q] == c:
+                q += 1
+        if q == len(s):  # text ends with all of s: the longest proper prefix
+            q = fail[q - 1]
+        keep = max(keep, q)
     return keep
 
 
@@ -463,14 +589,45 @@ def _log_softmax(x: np.ndarray) -> np.ndarray:
         return z - np.log(np.sum(np.exp(z)))
 
 
+def _penalize(row: np.ndarray, p: SamplingParams, prompt: Sequence[int], generated: Sequence[int], n_ctx: int) -> None:
+    """Applies ``logit_bias``, the repeat penalty and the frequency and
+    presence penalties to one logits row, in place (see
+    :class:`SamplingParams`). Vectorized over the distinct tokens involved:
+    the cost grows with the tokens generated, not with the vocabulary."""
+    if p.logit_bias is not None:
+        row[p.logit_bias.ids] += p.logit_bias.values
+    if p.repeat_penalty != 1.0 and p.repeat_last_n != 0:
+        n = n_ctx if p.repeat_last_n < 0 else p.repeat_last_n
+        if len(generated) >= n:
+            window = np.asarray(generated[len(generated) - n :], dtype=np.int64)
+        else:
+            from_prompt = prompt[max(0, len(prompt) - (n - len(generated))) :]
+            window = np.concatenate([np.asarray(from_prompt, dtype=np.int64), np.asarray(generated, dtype=np.int64)])
+        ids = np.unique(window)
+        v = row[ids]
+        row[ids] = np.where(v <= 0, v * p.repeat_penalty, v / p.repeat_penalty)
+    if (p.frequency_penalty != 0.0 or p.presence_penalty != 0.0) and len(generated):
+        ids, counts = np.unique(np.asarray(generated, dtype=np.int64), return_counts=True)
+        row[ids] -= counts * p.frequency_penalty + p.presence_penalty
+
+
 def _sample(row: np.ndarray, p: SamplingParams, rng: np.random.Generator) -> tuple[int, Optional[dict]]:
     """Samples one token from a (masked) logits row: greedy at temperature
-    0, else temperature, top-k and top-p. Returns the token and, when asked,
-    its logprob entry (log-softmax of the masked logits)."""
+    0, else min-p, temperature, top-k and top-p. Returns the token and, when
+    asked, its logprob entry (log-softmax of the biased, penalized and masked
+    logits, before temperature)."""
     if p.temperature <= 0 or p.top_k == 1:
         token = int(np.argmax(row))
     else:
-        x = row.astype(np.float64) / p.temperature
+        # Shifted so the best logit is 0 before dividing: a tiny temperature
+        # then sends the others to -inf instead of overflowing to inf - inf = nan.
+        x = row.astype(np.float64)
+        x -= np.max(x)
+        if p.min_p > 0.0:
+            # p_i >= min_p * p_max  <=>  logit_i >= logit_max + ln(min_p)
+            x[x < np.log(p.min_p)] = -np.inf
+        with np.errstate(over="ignore"):  # -large / tiny = -inf: the intended result
+            x = x / p.temperature
         if p.top_k > 0 and p.top_k < x.shape[0]:
             kth = np.partition(x, -p.top_k)[-p.top_k]
             x = np.where(x >= kth, x, -np.inf)

@@ -1,20 +1,45 @@
 """Chat templates: the model's own Jinja template, a built-in one by name, or
 Jinja text from the request; rendered in a sandbox with ``tools`` and any
-``chat_template_kwargs`` passed through."""
+``chat_template_kwargs`` passed through.
+
+Trusted templates (the model's, the built-in ones, ``--template``) are
+compiled and rendered in the server process. Jinja text from a request is
+untrusted code: it is compiled and rendered in a worker process
+(:mod:`.jinja_sandbox`) with a memory limit, a time limit and a cap on the
+rendered text, so a template that loops, recurses or builds huge strings is
+a 400 naming the field and the server itself does not grow.
+"""
 
 from __future__ import annotations
 
-import json
-from datetime import datetime
-from functools import lru_cache
+import atexit
+import threading
 from typing import Any, Mapping, Optional, Sequence
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
+from jinja2.sandbox import SecurityError
 
+from .body import loads_bounded
 from .errors import APIError
+from .jinja_sandbox import MAX_OUTPUT_BYTES, RENDER_MEMORY_BYTES, TemplateFailure, WorkerPool, compile_template
 
-__all__ = ["BUILTIN_TEMPLATES", "resolve_template", "render_chat", "normalize_messages"]
+__all__ = [
+    "BUILTIN_TEMPLATES",
+    "TEMPLATE_TIME_LIMIT_S",
+    "TEMPLATE_MEMORY_BYTES",
+    "TEMPLATE_MAX_OUTPUT_BYTES",
+    "is_jinja",
+    "resolve_template",
+    "render_chat",
+    "normalize_messages",
+]
+
+#: Rendering budget (seconds) of a template given in a request.
+TEMPLATE_TIME_LIMIT_S = 5.0
+#: Memory a request template may use to compile and render (in its worker).
+TEMPLATE_MEMORY_BYTES = RENDER_MEMORY_BYTES
+#: The longest prompt (UTF-8 bytes) a request template may render.
+TEMPLATE_MAX_OUTPUT_BYTES = MAX_OUTPUT_BYTES
 
 # Built-in templates, written for this project (the common public formats).
 BUILTIN_TEMPLATES: dict[str, str] = {
@@ -50,35 +75,46 @@ BUILTIN_TEMPLATES: dict[str, str] = {
 }
 
 
-def _raise(message: str) -> None:
-    raise jinja2.TemplateError(message)
+def is_jinja(text: Optional[str]) -> bool:
+    """Whether ``text`` is Jinja source rather than a template name."""
+    return isinstance(text, str) and ("{{" in text or "{%" in text)
 
 
-def _tojson(value: Any, indent: Optional[int] = None, ensure_ascii: bool = False, sort_keys: bool = False) -> str:
-    return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+_default_pool: Optional[WorkerPool] = None
+_default_lock = threading.Lock()
 
 
-@lru_cache(maxsize=64)
-def _compile(source: str) -> jinja2.Template:
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = _tojson
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env.from_string(source)
+def _shared_pool() -> WorkerPool:
+    """The process-wide worker pool for callers that bring none (closed at exit)."""
+    global _default_pool
+    with _default_lock:
+        if _default_pool is None:
+            _default_pool = WorkerPool()
+            atexit.register(_default_pool.close)
+        return _default_pool
 
 
-def resolve_template(requested: Optional[str], model_template: Optional[str], *, param: str = "template") -> str:
+def resolve_template(
+    requested: Optional[str], model_template: Optional[str], *, param: str = "template", trusted: bool = True
+) -> str:
     """The Jinja source to use: ``requested`` as a built-in name or Jinja
-    text, else the model's template, else ChatML. An unknown name is a 400."""
+    text, else the model's template, else ChatML. An unknown name is a 400.
+    Trusted Jinja text is compiled here (a syntax error is a 400); untrusted
+    text (``trusted=False``, from a request) is compiled only in its worker,
+    by :func:`render_chat`."""
     if requested is None or requested == "":
         return model_template or BUILTIN_TEMPLATES["chatml"]
     if not isinstance(requested, str):
         raise APIError(400, f"'{param}' must be a template name or Jinja text", param=param)
-    if "{{" in requested or "{%" in requested:
+    if is_jinja(requested):
+        if not trusted:
+            return requested
         try:
-            _compile(requested)
+            compile_template(requested)
         except jinja2.TemplateError as e:
             raise APIError(400, f"'{param}' is not a valid Jinja template: {e}", param=param) from None
+        except (RecursionError, MemoryError):
+            raise APIError(400, f"'{param}' is nested too deeply to compile", param=param) from None
         return requested
     name = requested.strip().lower()
     if name in BUILTIN_TEMPLATES:
@@ -125,17 +161,14 @@ def normalize_messages(messages: Any) -> list[dict]:
         calls = msg.get("tool_calls")
         if calls:
             fixed = []
-            for call in calls:
+            for k, call in enumerate(calls):
                 call = dict(call)
                 fn = dict(call.get("function") or {})
                 args = fn.get("arguments")
                 if isinstance(args, str):
-                    try:
-                        fn["arguments"] = json.loads(args) if args.strip() else {}
-                    except json.JSONDecodeError:
-                        raise APIError(
-                            400, f"messages[{i}]: tool call arguments are not valid JSON", param=f"messages[{i}].tool_calls"
-                        ) from None
+                    # JSON text from the client: parsed with the body's depth and Unicode rules.
+                    where = f"messages[{i}].tool_calls[{k}].function.arguments"
+                    fn["arguments"] = loads_bounded(args, param=where) if args.strip() else {}
                 call["function"] = fn
                 fixed.append(call)
             msg["tool_calls"] = fixed
@@ -152,22 +185,57 @@ def render_chat(
     bos_token: str = "",
     eos_token: str = "",
     kwargs: Optional[Mapping[str, Any]] = None,
+    time_limit_s: Optional[float] = None,
+    template_param: str = "chat_template",
+    pool: Optional[WorkerPool] = None,
 ) -> str:
-    """Renders ``messages`` with the Jinja template ``source``. A template
-    error (including ``raise_exception`` from the template) is a 400."""
-    extra = dict(kwargs or {})
+    """Renders ``messages`` with the Jinja template ``source``.
+
+    ``time_limit_s`` None: a trusted template, rendered in this process.
+    Otherwise ``source`` is untrusted (from a request): it is compiled and
+    rendered in a worker of ``pool`` (None: a process-wide pool) within
+    ``time_limit_s`` seconds, :data:`TEMPLATE_MEMORY_BYTES` of memory and
+    :data:`TEMPLATE_MAX_OUTPUT_BYTES` of output.
+
+    A template error (including ``raise_exception`` from the template) or a
+    Python error on the messages is a 400 naming ``messages``; a template
+    that does not compile, breaks a sandbox rule, takes too long, recurses
+    too deeply, runs out of memory or renders too much is a 400 naming
+    ``template_param``."""
+    context: dict[str, Any] = dict(messages=list(messages), tools=tools, add_generation_prompt=add_generation_prompt,
+                                   bos_token=bos_token, eos_token=eos_token)
+    clash = next((k for k in kwargs or {} if k in context), None)
+    if clash is not None:
+        raise APIError(400, f"'chat_template_kwargs.{clash}' would replace a variable the server sets", param=f"chat_template_kwargs.{clash}")
+    context.update(kwargs or {})
+    if time_limit_s is not None:
+        return _render_untrusted(source, context, time_limit_s, template_param, pool or _shared_pool())
     try:
-        return _compile(source).render(
-            **extra,
-            messages=list(messages),
-            tools=tools,
-            add_generation_prompt=add_generation_prompt,
-            bos_token=bos_token,
-            eos_token=eos_token,
-        )
-    except APIError:
-        raise
+        return compile_template(source).render(**context)
+    except (RecursionError, MemoryError, OverflowError) as e:
+        raise APIError(400, f"the chat template failed: {type(e).__name__}", param=template_param) from None
+    except SecurityError as e:
+        raise APIError(400, f"the chat template is not allowed to do this: {e}", param=template_param) from None
     except jinja2.TemplateError as e:
         raise APIError(400, f"the chat template failed: {e}", param="messages") from None
-    except (TypeError, ValueError, KeyError, AttributeError) as e:
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError) as e:
         raise APIError(400, f"the chat template failed on these messages: {e}", param="messages") from None
+
+
+def _render_untrusted(source: str, context: dict, time_limit_s: float, param: str, pool: WorkerPool) -> str:
+    try:
+        return pool.render(source, context, time_limit_s=time_limit_s, max_output_bytes=TEMPLATE_MAX_OUTPUT_BYTES)
+    except TemplateFailure as f:
+        kind, message = f.kind, f.message
+    if kind == "unavailable":
+        raise APIError(503, f"the chat template could not be rendered: {message}", param=param, code="template_worker_unavailable",
+                       headers={"Retry-After": "1"})
+    if kind == "syntax":
+        raise APIError(400, f"'{param}' is not a valid Jinja template: {message}", param=param)
+    if kind == "timeout":
+        raise APIError(400, f"the chat template took longer than {time_limit_s:g} s to render", param=param)
+    if kind == "template":
+        raise APIError(400, f"the chat template failed: {message}", param="messages")
+    if kind == "data":
+        raise APIError(400, f"the chat template failed on these messages: {message}", param="messages")
+    raise APIError(400, message, param=param)

@@ -7,22 +7,17 @@ read back with the same tag (:mod:`formcast.server.reader`).
 With ``response_format`` (``tool_choice`` auto), the constraint is the union
 ``or(answer format, tool calls)``: either the structured answer or calls,
 and a call ends the turn.
-
-A build without ``formcast.styles`` / ``Grammar.from_structural_tag``
-answers a request that lets the model call tools (``tool_choice`` other
-than ``"none"``) with 501 (``x-should-retry: false``), never with
-unconstrained output that merely looks like a tool call.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from .constraints import check_schema_depth
 from .errors import APIError
 
-__all__ = ["ToolPlan", "plan_tools", "tool_calling_available", "detect_style", "tool_constraint", "tool_system_prompt"]
+__all__ = ["ToolPlan", "plan_tools", "detect_style", "tool_constraint", "tool_system_prompt"]
 
 
 @dataclass
@@ -49,17 +44,6 @@ class ToolPlan:
     def template_tools(self) -> Optional[list[dict]]:
         """The tools as chat templates expect them (the OpenAI definitions)."""
         return self.tools or None
-
-
-def tool_calling_available() -> bool:
-    """Whether the model-style and structural-tag pieces are in this build."""
-    from .. import Grammar
-
-    return (
-        hasattr(Grammar, "from_structural_tag")
-        and importlib.util.find_spec("formcast.styles") is not None
-        and importlib.util.find_spec("formcast.toolcalls") is not None
-    )
 
 
 def _names(tools: list[dict]) -> list[str]:
@@ -92,6 +76,8 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
         params = fn.get("parameters", {"type": "object", "properties": {}})
         if not isinstance(params, (Mapping, bool)):
             raise APIError(400, f"tools[{i}].function.parameters must be a JSON Schema object", param=f"tools[{i}].function.parameters")
+        # The tool-style code checks it against the metaschema, which recurses per level.
+        check_schema_depth(params, f"tools[{i}].function.parameters")
         clean.append({"type": "function", "function": dict(fn, parameters=params)})
     names = _names(clean)
     if len(set(names)) != len(names):
@@ -128,17 +114,7 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
             "or {'type': 'allowed_tools', ...}",
             param="tool_choice",
         )
-    plan = ToolPlan(clean, mode, allowed, forced, True if parallel is None else parallel)
-    if plan.active and not tool_calling_available():
-        raise APIError(
-            501,
-            "tool calling is not available in this build yet: it needs formcast.styles (model tool-call styles) "
-            "and Grammar.from_structural_tag, which are pending; use tool_choice 'none' or no tools",
-            param="tools",
-            code="tool_calling_unavailable",
-            headers={"x-should-retry": "false"},
-        )
-    return plan
+    return ToolPlan(clean, mode, allowed, forced, True if parallel is None else parallel)
 
 
 # ------------------------------------------------------------ tool calls --
@@ -229,7 +205,7 @@ def tool_constraint(plan: ToolPlan, other: Any, *, style: str, reasoning: Option
     from .. import FormcastError, Grammar
 
     try:
-        grammar = Grammar.from_structural_tag(tag, tokenizer)  # type: ignore[attr-defined]
+        grammar = Grammar.from_structural_tag(tag, tokenizer)
     except (FormcastError, ValueError, TypeError) as e:
         raise APIError(400, f"the tools cannot be turned into a constraint: {e}", param="tools") from None
     return Constraint("tools", "tools", tag, grammar=grammar), tag
