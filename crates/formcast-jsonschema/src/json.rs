@@ -190,17 +190,36 @@ pub fn write_string(s: &str, out: &mut String) {
     out.push('"');
 }
 
+/// Why JSON text was not parsed: its message carries the byte offset;
+/// `too_deep` tells a nesting limit ([`MAX_JSON_DEPTH`]) from bad syntax.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    pub message: String,
+    pub too_deep: bool,
+}
+
+impl std::fmt::Display for JsonError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
 /// Parses JSON text. Error messages carry the byte offset.
-pub fn parse(text: &str) -> Result<Json, String> {
+pub fn parse(text: &str) -> Result<Json, JsonError> {
     let mut p = Parser { b: text.as_bytes(), i: 0, text };
     p.ws();
-    let v = p.value(0)?;
+    let v = p.value(0).map_err(|message| {
+        let too_deep = message.starts_with(TOO_DEEP);
+        JsonError { message, too_deep }
+    })?;
     p.ws();
     if p.i != p.b.len() {
-        return Err(p.err("trailing characters after the JSON value"));
+        return Err(JsonError { message: p.err("trailing characters after the JSON value"), too_deep: false });
     }
     Ok(v)
 }
+
+const TOO_DEEP: &str = "arrays and objects nested deeper than";
 
 struct Parser<'a> {
     b: &'a [u8],
@@ -221,7 +240,7 @@ impl<'a> Parser<'a> {
 
     fn value(&mut self, depth: usize) -> Result<Json, String> {
         if depth > MAX_JSON_DEPTH {
-            return Err(self.err("JSON nested too deeply"));
+            return Err(self.err(&format!("{TOO_DEEP} {MAX_JSON_DEPTH} levels")));
         }
         match self.b.get(self.i) {
             None => Err(self.err("unexpected end of input")),

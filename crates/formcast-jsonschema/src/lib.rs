@@ -75,7 +75,10 @@ pub fn json_schema_str_to_grammar(text: &str, opts: &SchemaOptions) -> Result<(G
             reason: format!("the schema is {} bytes, more than the limit of {}", text.len(), opts.max_schema_bytes),
         });
     }
-    let j = json::parse(text).map_err(SchemaError::Json)?;
+    let j = json::parse(text).map_err(|e| match e.too_deep {
+        true => SchemaError::Limit { pointer: String::new(), reason: e.message },
+        false => SchemaError::Json(e.message),
+    })?;
     compile_json(&j, opts)
 }
 

@@ -60,7 +60,10 @@ pub fn compile_str(text: &str, resolve: Option<Resolver<'_>>, opts: &Options) ->
         ));
     }
     let json = formcast_jsonschema::json::parse(text)
-        .map_err(|e| StructuralError::new(ErrorKind::Invalid, "<root>", "structural_tag", "", format!("not valid JSON: {e}")))?;
+        .map_err(|e| {
+            let kind = if e.too_deep { ErrorKind::Limit } else { ErrorKind::Invalid };
+            StructuralError::new(kind, "<root>", "structural_tag", "", format!("not valid JSON: {e}"))
+        })?;
     compile(&json, resolve, opts)
 }
 
