@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 from . import _engine
+from ._depth import MAX_JSON_DEPTH, check_nesting
 
 if TYPE_CHECKING:
     from .tokenizer import TokenizerInfo
@@ -26,6 +27,21 @@ JSON_SCHEMA_STYLES = (
 )
 
 
+def _limit_error(message: str, pointer: str, reason: str) -> Exception:
+    # Too deep or too big is a limit; a dict that contains itself is no JSON.
+    return _engine.GrammarError(message) if reason == "cycle" else _engine.LimitError(message)
+
+
+def _dumps(value: Any, what: str) -> str:
+    """Compact JSON text of a dict given to the engine. The nesting is
+    checked first, without recursion: ``json.dumps`` recurses once per level
+    and would end in ``RecursionError`` (the engine's JSON reader refuses
+    more than ``MAX_JSON_DEPTH`` levels anyway, so text and dicts get the
+    same limit and the same :class:`~formcast.LimitError`)."""
+    check_nesting(value, MAX_JSON_DEPTH, what, error=_limit_error)
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
 def _schema_text(schema: Any) -> str:
     """JSON text of a schema given as a dict, bool, JSON text or pydantic model."""
     if isinstance(schema, str):
@@ -37,7 +53,7 @@ def _schema_text(schema: Any) -> str:
         schema = model_schema()
     if isinstance(schema, (dict, bool)):
         # Key order is kept: it is the order properties are generated in.
-        return json.dumps(schema, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _dumps(schema, "schema")
     raise TypeError(
         "schema must be a dict, a bool, JSON text or a pydantic model class, "
         f"not {type(schema).__name__}"
@@ -211,7 +227,7 @@ def _structural_tag_text(tag: Any) -> str:
         if isinstance(tag, str):
             return tag.strip()
         # Key order is kept: it is the order JSON-schema properties are generated in.
-        return json.dumps(tag, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _dumps(tag, "structural tag")
     from .structural_tag import structural_tag_json
 
     return structural_tag_json(tag)

@@ -322,11 +322,48 @@ for _m in list(globals().values()):
         _m.model_rebuild()
 
 
+#: Formats nested in a tag (the engine's MAX_FORMAT_DEPTH).
+MAX_FORMAT_DEPTH = 48
+
+
+def _check_model_depth(tag: BaseModel) -> None:
+    """Formats nested deeper than the engine reads are refused before
+    pydantic serializes them (its serializer recurses per level and stops
+    at about 250 with a bare ``ValueError``). Iterative."""
+    stack: list[tuple[Any, int, str]] = [(tag, 0, "")]
+    while stack:
+        value, depth, where = stack.pop()
+        if isinstance(value, BaseModel):
+            if depth > MAX_FORMAT_DEPTH:
+                from . import LimitError
+
+                raise LimitError(f"structural tag formats are nested more than {MAX_FORMAT_DEPTH} levels deep at {where or 'format'}")
+            for name in type(value).model_fields:
+                child = getattr(value, name, None)
+                if isinstance(child, (BaseModel, list, tuple)):
+                    stack.append((child, depth + 1, f"{where}.{name}" if where else name))
+        elif isinstance(value, (list, tuple)):
+            stack.extend((v, depth, f"{where}[{i}]") for i, v in enumerate(value) if isinstance(v, (BaseModel, list, tuple)))
+
+
 def structural_tag_json(tag: Any) -> str:
     """Canonical JSON text of a structural tag given as a model, a dict or
-    JSON text (the compiler's input and the cache key)."""
+    JSON text (the compiler's input and the cache key).
+
+    Raises :class:`~formcast.LimitError` for formats nested more than
+    :data:`MAX_FORMAT_DEPTH` levels or data nested more than the engine's
+    JSON limit (512 levels; pydantic's own serializer stops earlier, at about
+    250: that too is a ``LimitError``)."""
     if isinstance(tag, BaseModel):
-        tag = tag.model_dump(mode="json", by_alias=True)
+        _check_model_depth(tag)
+        try:
+            tag = tag.model_dump(mode="json", by_alias=True)
+        except ValueError as e:
+            if "depth" not in str(e):
+                raise
+            from . import LimitError
+
+            raise LimitError(f"structural tag too deeply nested to serialize: {e}") from None
     if isinstance(tag, (dict, str, bytes, bytearray)):
         from .grammar import _structural_tag_text
 
