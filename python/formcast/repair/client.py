@@ -27,6 +27,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 
+from .._depth import MAX_JSON_DEPTH, check_nesting, text_nesting
 from .errors import (
     EndpointError,
     RepairError,
@@ -78,9 +79,11 @@ class ChatClient:
             raise _HTTPFailure(e.code, e.read().decode("utf-8", "replace")) from None
         except (urllib.error.URLError, OSError) as e:
             raise _HTTPFailure(None, f"cannot reach {self.base_url}: {getattr(e, 'reason', e)}") from None
+        if text_nesting(raw, MAX_JSON_DEPTH) is not None:  # json.loads recurses per level
+            raise _HTTPFailure(200, f"response is nested more than {MAX_JSON_DEPTH} levels deep: {raw[:200]!r}")
         try:
             return json.loads(raw)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise _HTTPFailure(200, f"response is not JSON: {raw[:200]!r}") from None
 
     def __repr__(self) -> str:
@@ -193,7 +196,8 @@ def _deref(schema: Any, root: Any) -> Any:
 
 
 def _strict_compatible(schema: Any) -> bool:
-    """OpenAI's strict mode needs every object closed and every property required."""
+    """OpenAI's strict mode needs every object closed and every property required.
+    (Recursive: the schema's nesting was bounded when its validator was built.)"""
     if isinstance(schema, dict):
         if schema.get("type") == "object" or "properties" in schema:
             props = schema.get("properties") or {}
@@ -231,6 +235,14 @@ def _endpoint_key(client: Any) -> str:
     return str(getattr(client, "base_url", None) or id(client))
 
 
+def _preview(value: Any) -> str:
+    """The start of ``value`` as JSON, for an error message (never raises)."""
+    try:
+        return json.dumps(value)[:300]
+    except (TypeError, ValueError, RecursionError):
+        return repr(type(value))
+
+
 def _call(client: Any, payload: dict[str, Any]) -> tuple[str | None, str | None, str | None]:
     """(content, finish_reason, refusal) from either our ChatClient or an openai client."""
     if isinstance(client, ChatClient):
@@ -239,7 +251,7 @@ def _call(client: Any, payload: dict[str, Any]) -> tuple[str | None, str | None,
             choice = resp["choices"][0]
             msg = choice.get("message") or {}
         except (KeyError, IndexError, TypeError):
-            raise _HTTPFailure(200, f"unexpected response shape: {json.dumps(resp)[:300]}") from None
+            raise _HTTPFailure(200, f"unexpected response shape: {_preview(resp)}") from None
         content = msg.get("content")
         if content is None and msg.get("tool_calls"):
             content = msg["tool_calls"][0].get("function", {}).get("arguments")
@@ -292,6 +304,8 @@ def structured(
     """
     if max_retries < 0:
         raise ValueError("max_retries must be >= 0")
+    # Messages are copied and serialized for every request (recursive both).
+    check_nesting(messages, MAX_JSON_DEPTH, "messages")
     if isinstance(client, str):
         client = ChatClient(client)
     validator = _validator(schema_or_model)

@@ -60,6 +60,12 @@ _LITERALS = ("true", "false", "null")
 _VALUE_WORDS = ("true", "false", "null", "none", "nan", "infinity", "inf", "undefined")
 # How far to look for the end of a key when deciding whether a quote ends a string.
 _KEY_LOOKAHEAD = 4096
+_KEY_CLOSER_RE: dict[str, re.Pattern[str]] = {}
+#: Containers nested in a value being repaired. The reader descends
+#: recursively (4 Python frames per level), so the bound is explicit rather
+#: than wherever Python's stack happens to end. Valid JSON deeper than this
+#: still parses strictly; only its repair is refused.
+MAX_REPAIR_DEPTH = 128
 
 
 class RepairFailed(UnrepairableError):
@@ -107,6 +113,7 @@ class _Reader:
         self.guesses: list[Fix] = []
         self.truncated = False
         self.nonfinite_kept = False
+        self._key_closers: dict[tuple[str, int], int] = {}
 
     # -- logging ---------------------------------------------------------------
 
@@ -226,6 +233,28 @@ class _Reader:
         j = self._ahead(m.end())
         return j >= n or s[j] == ":"
 
+    def _last_key_closer(self, j: int, closers: str) -> int:
+        """Where the last closer followed by ':' starts on the line of ``j``
+        (-1 if none). Found once per line and remembered: scanning the rest
+        of the line at every quote was quadratic on a line full of quotes."""
+        s = self.s
+        eol = s.find("\n", j + 1)
+        eol = self.n if eol < 0 else eol
+        key = (closers, eol)
+        last = self._key_closers.get(key)
+        if last is None:
+            sol = s.rfind("\n", 0, j + 1) + 1
+            pattern = _KEY_CLOSER_RE.get(closers)
+            if pattern is None:
+                pattern = _KEY_CLOSER_RE[closers] = re.compile("[" + re.escape(closers) + "][ \t\n\r]*:")
+            last = -1
+            for m in pattern.finditer(s, sol):
+                if m.start() >= eol:
+                    break
+                last = m.start()
+            self._key_closers[key] = last
+        return last
+
     def _value_starts(self, k: int) -> bool:
         s = self.s
         if k >= self.n:
@@ -258,14 +287,7 @@ class _Reader:
             if c == ":":
                 return True
             # Another closer on this line followed by ':' means this one is content.
-            e = j + 1
-            while e < n and s[e] != "\n":
-                if s[e] in closers:
-                    f = _SPACE_RE.match(s, e + 1).end()
-                    if f < n and s[f] == ":":
-                        return False
-                e += 1
-            return True
+            return self._last_key_closer(j, closers) <= j
         if c in "}]":
             return True
         if c == ",":
@@ -348,6 +370,8 @@ class _Reader:
         the input ended inside it, after cleaning up)."""
         s = self.s
         out = self.out
+        if len(self.stack) >= MAX_REPAIR_DEPTH:
+            raise self.fail(f"value nested more than {MAX_REPAIR_DEPTH} levels deep (the limit for repair)")
         self.i += 1
         out.append(opener)
         self.stack.append(closer)
@@ -698,6 +722,6 @@ def repair_json(
     r = _Reader(text, offset, nonfinite, allow_guesses)
     try:
         r.run(stop_at_end)
-    except RecursionError:
+    except RecursionError:  # a last guard: the depth is bounded by MAX_REPAIR_DEPTH
         raise RepairFailed("value nested too deeply to repair", offset) from None
     return Repaired("".join(r.out), r.fixes(), r.truncated, r.nonfinite_kept, r.i)

@@ -20,8 +20,12 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from .._depth import MAX_JSON_DEPTH
 from .pipeline import ParseResult, RepairOptions, parse
 from .validate import json_pointer
+
+#: Containers open at once in the live view (the engine's JSON limit).
+MAX_STREAM_DEPTH = MAX_JSON_DEPTH
 
 __all__ = ["JsonStream", "iter_partial", "parse_partial"]
 
@@ -151,6 +155,10 @@ class JsonStream:
         self._expect = "after"
 
     def _open(self, is_obj: bool) -> None:
+        if len(self._stack) >= MAX_STREAM_DEPTH:
+            # Each event's pointer is as long as the nesting: unbounded depth
+            # would make the live view quadratic. finish() has the last word.
+            raise _StreamError(f"value nested more than {MAX_STREAM_DEPTH} levels deep; the live view stops here")
         c: Any = {} if is_obj else []
         if not self._stack:
             self._root = c

@@ -30,6 +30,10 @@ _TAG_RE = re.compile(r"<(/?)([A-Za-z_][\w.\-:]*)(\s[^<>]*?)?\s*(/?)>")
 # A '<' that could still grow into a tag once more text arrives.
 _TAG_PREFIX_RE = re.compile(r"</?(?:[A-Za-z_][\w.\-:]*(?:\s[^<>]*)?)?\Z")
 _MAX_TAG_LEN = 512
+#: Elements open at once. A deeper opening tag is content, like a tag that
+#: is never closed (its matching closer is content too), and finish()
+#: reports it; the tree walks below recurse once per level.
+MAX_TAG_DEPTH = 128
 
 
 @dataclass
@@ -74,6 +78,10 @@ class TagStream:
         self.roots: list[TagNode] = []
         self.events: list[tuple[str, str]] = []
         self._seen = 0
+        # Opening tags read as content because of MAX_TAG_DEPTH, by name
+        # (their closers are content too), and where the first one was.
+        self._too_deep: dict[str, int] = {}
+        self._too_deep_at: int | None = None
 
     # -- reading ---------------------------------------------------------------
 
@@ -117,7 +125,14 @@ class TagStream:
             if not self._known(name):
                 continue
             if closing:
+                if self._too_deep.get(name):
+                    self._too_deep[name] -= 1  # closes an opening tag read as content
+                    continue
                 self._close(name, lt, m.end())
+            elif not selfclose and len(self._stack) >= MAX_TAG_DEPTH:
+                self._too_deep[name] = self._too_deep.get(name, 0) + 1
+                if self._too_deep_at is None:
+                    self._too_deep_at = lt
             elif selfclose:
                 node = TagNode(name, lt, m.end(), m.end(), m.end())
                 self._attach(node)
@@ -187,6 +202,10 @@ class TagStream:
                 report.fixes.append(Fix("decode", "truncated", f"<{node.name}> never closed (output cut off); {what}", node.open_start, None, True))
             if not opts.allow_truncated:
                 raise TruncatedError("the tag answer is truncated and allow_truncated=False", report)
+        if self._too_deep_at is not None:
+            report.fixes.append(
+                Fix("decode", "tag_text", f"tags nested more than {MAX_TAG_DEPTH} levels deep were read as text", self._too_deep_at, None, True)
+            )
         first, last = self.roots[0], self.roots[-1]
         if self.text[: first.open_start].strip():
             report.fixes.append(Fix("extract", "prose", f"ignored {len(self.text[: first.open_start].strip())} chars before the tags", 0))
@@ -282,24 +301,30 @@ def _to_dict(nodes: list[TagNode], text: str, strip: bool, partial: bool = False
 
 
 def _resolve(schema: Any, root: Any) -> Any:
-    """Follow a local ``$ref`` (pydantic puts models under ``$defs``)."""
-    seen = 0
-    while isinstance(schema, dict) and "$ref" in schema and seen < 32:
-        ref = schema["$ref"]
-        if not isinstance(ref, str) or not ref.startswith("#/"):
+    """Follow a local ``$ref`` (pydantic puts models under ``$defs``) and an
+    ``anyOf``/``oneOf`` with one non-null alternative (an Optional field),
+    at most 32 steps in all (references may form a cycle)."""
+    for _ in range(32):
+        if not isinstance(schema, dict):
             return schema
-        target: Any = root
-        for part in ref[2:].split("/"):
-            target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
-        schema = target
-        seen += 1
-    if isinstance(schema, dict):
+        ref = schema.get("$ref")
+        if ref is not None:
+            if not isinstance(ref, str) or not ref.startswith("#/"):
+                return schema
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part.replace("~1", "/").replace("~0", "~")) if isinstance(target, dict) else None
+            schema = target
+            continue
         for key in ("anyOf", "oneOf"):
             alts = schema.get(key)
             if isinstance(alts, list):
                 non_null = [a for a in alts if not (isinstance(a, dict) and a.get("type") == "null")]
                 if len(non_null) == 1:
-                    return _resolve(non_null[0], root)
+                    schema = non_null[0]
+                    break
+        else:
+            return schema
     return schema
 
 

@@ -16,8 +16,10 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from .._depth import MAX_CHECK_DEPTH, NestingError, check_nesting
 from .errors import InvalidSchema
 from .report import Fix, Issue
+from .schemacheck import BudgetExceeded, EvaluationBudget, budgeted_validator_class, check_schema_structure
 
 __all__ = ["Validator", "compile_validator", "validate", "json_pointer", "COERCIONS"]
 
@@ -134,18 +136,36 @@ class Validator:
         from jsonschema.exceptions import SchemaError
         from jsonschema.validators import Draft202012Validator, validator_for
 
+        # Depth, self-reference and $ref cycles first: jsonschema recurses
+        # on all three (RecursionError, or for ever on `{"$ref": "#"}`).
+        check_schema_structure(json_schema)
         cls = validator_for(json_schema, default=Draft202012Validator)
         try:
             cls.check_schema(json_schema)
         except SchemaError as e:
             raise InvalidSchema(f"invalid JSON Schema at {json_pointer(e.absolute_path) or '(root)'}: {e.message}") from None
+        except RecursionError:
+            # Nesting is bounded above; a `pattern` whose groups nest deeply
+            # still makes `re.compile` recurse.
+            raise InvalidSchema("invalid JSON Schema: too deeply nested to check (a pattern with deeply nested groups?)") from None
         self.json_schema = json_schema
-        self._js = cls(json_schema, format_checker=cls.FORMAT_CHECKER)
+        self._js = _budgeted(cls)(json_schema, format_checker=cls.FORMAT_CHECKER)
 
     # -- validation ------------------------------------------------------------
 
     def validate(self, data: Any) -> tuple[Any, list[Issue]]:
-        errors = list(self._js.iter_errors(data))
+        """``(data, issues)``. A value nested deeper than ``MAX_CHECK_DEPTH``
+        levels, or one whose checking would take more than its
+        :func:`evaluation budget <_budget>`, is one issue saying so (never a
+        RecursionError or a hang)."""
+        problem, size = _value_limits(data)
+        if problem is not None:
+            return data, [problem]
+        with EvaluationBudget(_budget(size)):
+            try:
+                errors = list(self._js.iter_errors(data))
+            except Exception as e:  # noqa: BLE001 - mapped to the caller's terms below
+                return data, [_validation_failure(e)]
         if not errors:
             return data, []
         return data, [self._issue(e) for e in errors]
@@ -175,17 +195,25 @@ class Validator:
         fixes: list[Fix] = []
         if not kinds:
             return data, fixes
-        data = copy.deepcopy(data)
-        for _ in range(1000):
-            for err in self._js.iter_errors(data):
-                done = self._coerce_error(err, kinds)
-                if done is not None:
-                    path, new, fix = done
-                    data = _set_at(data, path, new)
-                    fixes.append(fix)
-                    break
-            else:
-                break
+        problem, size = _value_limits(data)
+        if problem is not None:
+            return data, fixes  # nothing is coerced in a value that cannot be validated
+        data = copy.deepcopy(data)  # (depth bounded just above)
+        # One budget for the whole loop: it revalidates after every change.
+        with EvaluationBudget(4 * _budget(size)):
+            try:
+                for _ in range(1000):
+                    for err in self._js.iter_errors(data):
+                        done = self._coerce_error(err, kinds)
+                        if done is not None:
+                            path, new, fix = done
+                            data = _set_at(data, path, new)
+                            fixes.append(fix)
+                            break
+                    else:
+                        break
+            except (BudgetExceeded, RecursionError):
+                pass  # keep what was coerced; validating it again reports the rest
         return data, fixes
 
     def _coerce_error(self, err: Any, kinds: frozenset[str]) -> tuple[list[Any], Any, Fix] | None:
@@ -234,7 +262,10 @@ class PydanticValidator(Validator):
     def validate(self, data: Any) -> tuple[Any, list[Issue]]:
         from pydantic import ValidationError
 
-        text = json.dumps(data, ensure_ascii=False)
+        problem, _ = _value_limits(data)
+        if problem is not None:
+            return data, [problem]
+        text = json.dumps(data, ensure_ascii=False)  # (depth bounded just above)
         try:
             if self._adapter is not None:
                 return self._adapter.validate_json(text, strict=True), []
@@ -251,6 +282,68 @@ class PydanticValidator(Validator):
                         hint = f"nearest member: {m!r} (accepted only with coerce={{'enum'}})"
                 issues.append(Issue(json_pointer(err["loc"]), err["msg"], err.get("type"), hint))
             return data, issues
+
+
+_BUDGETED: dict[Any, Any] = {}
+
+
+def _budgeted(cls: Any) -> Any:
+    """The jsonschema validator class ``cls`` with its keywords charging
+    the current evaluation budget (one subclass per draft, cached)."""
+    sub = _BUDGETED.get(cls)
+    if sub is None:
+        sub = _BUDGETED[cls] = budgeted_validator_class(cls)
+    return sub
+
+
+def _budget(values: int) -> int:
+    """Subschema applications allowed for a value of ``values`` values:
+    ample for any schema that checks each value a bounded number of times."""
+    return 50_000 + 100 * values
+
+
+def _value_limits(data: Any) -> tuple[Issue | None, int]:
+    """An issue if ``data`` is too deep (or self-referencing) to validate,
+    and its number of values. A plain walk first (the common case); the
+    thorough one, which finds the place, only when it is needed."""
+    if not isinstance(data, (dict, list)):
+        return None, 1
+    size = 0
+    stack = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        size += 1 + len(children)
+        if size > _MAX_PLAIN_WALK or depth >= MAX_CHECK_DEPTH:
+            break
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    else:
+        return None, size
+    try:
+        _, size = check_nesting(data, MAX_CHECK_DEPTH, "the value")
+    except NestingError as e:
+        return Issue(e.pointer, f"{e}; formcast.repair validates values nested at most {MAX_CHECK_DEPTH} levels", "maxDepth"), 0
+    return None, size
+
+
+# Values counted by the plain walk before it hands over to check_nesting
+# (which also catches a value that contains itself).
+_MAX_PLAIN_WALK = 1 << 20
+
+
+def _validation_failure(e: Exception) -> Issue:
+    """What a failure inside jsonschema means for the caller."""
+    if isinstance(e, BudgetExceeded):
+        return Issue("", f"{e}: the schema's $ref/anyOf/oneOf structure makes checking this value too costly", "budget")
+    if isinstance(e, RecursionError):
+        return Issue("", "validation recursed deeper than Python allows (the value's nesting times the schema's references)", "maxDepth")
+    try:
+        from referencing.exceptions import Unresolvable
+    except ImportError:  # pragma: no cover - jsonschema < 4.18
+        Unresolvable = ()  # type: ignore[assignment,misc]
+    if isinstance(e, Unresolvable):
+        raise InvalidSchema(f"invalid JSON Schema: unresolvable reference: {e}") from None
+    raise e
 
 
 def compile_validator(schema_or_model: Any) -> Validator:
