@@ -3,16 +3,54 @@
 States are small immutable tuples so parser threads can share and compare
 them. It checks syntax only (RFC 8259, any whitespace); the schema was the
 constraint's job.
+
+Every step is O(1), whatever the nesting: the open containers are a
+persistent linked stack (:class:`Stack`) whose hash is computed once per
+cell, so pushing, popping, hashing and comparing a state never walks the
+stack (a string stack made each bracket copy and rehash all the open ones,
+which was quadratic on deeply nested arguments).
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-# (stack of open containers, mode, detail)
-State = tuple[str, str, object]
+__all__ = ["Stack", "State", "START", "step", "is_complete", "depth", "scan", "is_json"]
 
-START: State = ("", "V", None)
+
+class Stack:
+    """One open container (``top`` is ``"{"`` or ``"["``) above ``parent``."""
+
+    __slots__ = ("top", "parent", "depth", "_hash")
+
+    def __init__(self, top: str, parent: Optional["Stack"]) -> None:
+        self.top = top
+        self.parent = parent
+        self.depth = 1 if parent is None else parent.depth + 1
+        self._hash = hash((top, parent._hash if parent is not None else 0, self.depth))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        # Iterative, and usually settled by identity or the hash: two
+        # threads only build equal stacks separately in rare ambiguities.
+        a: Optional[Stack] = self
+        b = other
+        while a is not b:
+            if not isinstance(b, Stack) or a is None or a._hash != b._hash or a.depth != b.depth or a.top != b.top:
+                return False
+            a, b = a.parent, b.parent
+        return True
+
+    def __repr__(self) -> str:
+        return f"Stack(depth={self.depth}, top={self.top!r})"
+
+
+# (open containers or None, mode, detail)
+State = tuple[Optional[Stack], str, object]
+
+START: State = (None, "V", None)
 _WS = " \t\n\r"
 _NUM_FINAL = {"0", "I", "F", "X"}
 _ESCAPES = '"\\/bfnrt'
@@ -22,14 +60,19 @@ _HEX = "0123456789abcdefABCDEF"
 def is_complete(s: State) -> bool:
     """A whole value has been read (trailing whitespace allowed after it)."""
     stack, mode, aux = s
-    return stack == "" and (mode == "A" or (mode == "N" and aux in _NUM_FINAL))
+    return stack is None and (mode == "A" or (mode == "N" and aux in _NUM_FINAL))
 
 
-def _value_start(stack: str, ch: str) -> Optional[State]:
+def depth(s: State) -> int:
+    """Containers open in ``s``."""
+    return 0 if s[0] is None else s[0].depth
+
+
+def _value_start(stack: Optional[Stack], ch: str) -> Optional[State]:
     if ch == "{":
-        return (stack + "{", "K", None)
+        return (Stack("{", stack), "K", None)
     if ch == "[":
-        return (stack + "[", "Z", None)
+        return (Stack("[", stack), "Z", None)
     if ch == '"':
         return (stack, "S", (False, 0))
     if ch == "-":
@@ -99,22 +142,39 @@ def step(s: State, ch: str) -> Optional[State]:
     if mode == "V":
         return _value_start(stack, ch)
     if mode == "Z":
-        return (stack[:-1], "A", None) if ch == "]" else _value_start(stack, ch)
+        return (stack.parent, "A", None) if ch == "]" else _value_start(stack, ch)  # type: ignore[union-attr]
     if mode == "K":
         if ch == "}":
-            return (stack[:-1], "A", None)
+            return (stack.parent, "A", None)  # type: ignore[union-attr]
         return (stack, "S", (True, 0)) if ch == '"' else None
     if mode == "k":
         return (stack, "S", (True, 0)) if ch == '"' else None
     if mode == "C":
         return (stack, "V", None) if ch == ":" else None
     if mode == "A":
-        if not stack:
+        if stack is None:
             return None
-        top = stack[-1]
+        top = stack.top
         if ch == ",":
             return (stack, "k", None) if top == "{" else (stack, "V", None)
         if (ch == "}" and top == "{") or (ch == "]" and top == "["):
-            return (stack[:-1], "A", None)
+            return (stack.parent, "A", None)
         return None
     return None
+
+
+def scan(text: str) -> Optional[State]:
+    """The state after all of ``text`` from :data:`START` (None if it is
+    not a JSON prefix)."""
+    s: Optional[State] = START
+    for ch in text:
+        s = step(s, ch)  # type: ignore[arg-type]
+        if s is None:
+            return None
+    return s
+
+
+def is_json(text: str) -> bool:
+    """``text`` is exactly one JSON value (whitespace around it allowed)."""
+    s = scan(text)
+    return s is not None and is_complete(s)

@@ -1,10 +1,18 @@
 """XML parameter styles: recognizing a parameter list as it streams, and
-turning it back into a JSON object typed by the parameters' schema.
+turning each parameter back into JSON typed by the parameters' schema.
 
 The wire forms are those of ``Grammar.from_json_schema(style=...)``: a
 parameter whose schema only admits strings is raw text, any other value is
 JSON text; styles with a type attribute (deepseek, kimi_k3, cohere) say which
-one was written.
+one was written. Styles that write the name in an attribute (cohere,
+kimi_k3) escape it (``&amp;``, ``&lt;``, ``&gt;``, ``&quot;``); it is read
+back unescaped.
+
+Conversion works on text: a JSON-valued parameter is checked with the
+non-recursive :mod:`.jsonscan` and copied as written, never decoded and
+re-encoded, so arbitrarily nested JSON values cost no recursion. Values
+that nest as elements (cohere ``dict``/``list``, minimax_m3) recurse once per
+element level, which the scanner bounds by :data:`MAX_XML_NESTING`.
 """
 
 from __future__ import annotations
@@ -15,7 +23,17 @@ from dataclasses import dataclass
 from typing import Any, Callable, Optional
 from xml.sax.saxutils import unescape
 
+from . import jsonscan
+
 M3 = "]<]minimax[>["
+
+#: Elements nested inside one parameter value (cohere ``dict``/``list``,
+#: minimax_m3 objects and arrays). A value nested deeper ends the call: the
+#: parser reads the text as not following the tag.
+MAX_XML_NESTING = 64
+#: ``anyOf``/``oneOf``/``allOf``/``$ref`` levels followed when deciding
+#: whether a parameter's schema admits only strings.
+MAX_SCHEMA_HOPS = 32
 
 
 @dataclass(frozen=True)
@@ -29,10 +47,12 @@ class XmlStyle:
     close: Callable[[str], str]
     #: Values may hold nested elements (objects and arrays as XML).
     nested: bool = False
+    #: The name is an XML attribute value, escaped.
+    escaped_name: bool = False
 
 
-def _style(name: str, prefix: str, pattern: str, close: Callable[[str], str], nested: bool = False) -> XmlStyle:
-    return XmlStyle(name, prefix, re.compile(pattern, re.S), close, nested)
+def _style(name: str, prefix: str, pattern: str, close: Callable[[str], str], nested: bool = False, escaped_name: bool = False) -> XmlStyle:
+    return XmlStyle(name, prefix, re.compile(pattern, re.S), close, nested, escaped_name)
 
 
 STYLES: dict[str, XmlStyle] = {
@@ -58,6 +78,7 @@ STYLES: dict[str, XmlStyle] = {
             '<|open|>argument key="',
             r'<\|open\|>argument key="(?P<name>[^"]*)" type="(?P<kind>[a-z]+)"<\|sep\|>',
             lambda n: "<|close|>argument<|sep|>",
+            escaped_name=True,
         ),
         _style(
             "cohere_xml",
@@ -65,6 +86,7 @@ STYLES: dict[str, XmlStyle] = {
             r'<cofl:value name="(?P<name>[^"]*)" type="(?P<kind>raw|json|dict|list)">',
             lambda n: "</cofl:value>",
             nested=True,
+            escaped_name=True,
         ),
         _style("minimax_m3_xml", M3 + "<", re.escape(M3) + r"<(?P<name>[^<>/]+)>", lambda n: f"{M3}</{n}>", nested=True),
     )
@@ -72,23 +94,31 @@ STYLES: dict[str, XmlStyle] = {
 
 _WS = " \t\r\n"
 _MAX_OPEN = 1024  # an opening tag longer than this is not one
+_COHERE_OPEN = "<cofl:value "
+_COHERE_CLOSE = "</cofl:value>"
 
-# Scanner state: (phase, start, close, depth, mark) — phase "gap" (between
-# parameters), "open" (inside an opening tag that began at `start`) or
-# "value" (value began at `start`; `close` ends it at nesting `depth`;
-# `mark` is where the last minimax namespace marker began).
-ScanState = tuple[str, int, str, int, int]
-GAP: ScanState = ("gap", 0, "", 0, -1)
+# Scanner state: (phase, start, close, depth, elem, open_start).
+# phase "gap" (between parameters), "open" (inside an opening tag that began
+# at `start`) or "value" (the value began at `start`; `close` ends it at
+# nesting `depth`). `elem` tracks a minimax_m3 element after a namespace
+# marker: 0 none, 1 marker just read, 2 inside `<name>`, 3 inside `</name>`.
+# `open_start` is where the parameter's opening tag began. Positions are
+# absolute: `text` given to `step` may be a window starting at `base`.
+ScanState = tuple[str, int, str, int, int, int]
+GAP: ScanState = ("gap", 0, "", 0, 0, -1)
 
 
-def step(style: XmlStyle, s: ScanState, text: str, pos: int) -> Optional[ScanState]:
-    """The state after ``text[pos]`` (``text`` holds everything read so far)."""
-    phase, start, close, depth, mark = s
-    ch = text[pos]
+def step(style: XmlStyle, s: ScanState, text: str, pos: int, base: int = 0) -> Optional[ScanState]:
+    """The state after the character at absolute position ``pos``;
+    ``text[0]`` is at position ``base`` and holds at least the last
+    :func:`lookback` characters before ``pos``."""
+    phase, start, close, depth, elem, open_start = s
+    i = pos - base
+    ch = text[i]
     if phase == "gap":
         if ch in _WS:
             return s
-        return ("open", pos, "", 0, -1) if ch == style.open_prefix[0] else None
+        return ("open", pos, "", 0, 0, pos) if ch == style.open_prefix[0] else None
     if phase == "open":
         n = pos + 1 - start
         if n <= len(style.open_prefix):
@@ -96,28 +126,47 @@ def step(style: XmlStyle, s: ScanState, text: str, pos: int) -> Optional[ScanSta
         if n > _MAX_OPEN:
             return None
         if ch == ">":
-            m = style.open_re.fullmatch(text, start, pos + 1)
+            m = style.open_re.fullmatch(text, start - base, i + 1)
             if m is not None:
-                return ("value", pos + 1, style.close(m.group("name")), 0, -1)
+                return ("value", pos + 1, style.close(m.group("name")), 0, 0, start)
         return s
     # value
-    if text.endswith(close, pos + 1 - len(close), pos + 1) and pos + 1 - len(close) >= start and depth == 0:
+    k = len(close)
+    if depth == 0 and pos + 1 - k >= start and text.endswith(close, i + 1 - k, i + 1):
         return GAP
     if not style.nested:
         return s
     if style.name == "cohere_xml":
-        if text.endswith("</cofl:value>", 0, pos + 1) and pos + 1 - 13 >= start:
-            return (phase, start, close, depth - 1, mark)
-        if text.endswith("<cofl:value ", 0, pos + 1) and pos + 1 - 12 >= start:
-            return (phase, start, close, depth + 1, mark)
+        if pos + 1 - len(_COHERE_CLOSE) >= start and text.endswith(_COHERE_CLOSE, i + 1 - len(_COHERE_CLOSE), i + 1):
+            return (phase, start, close, depth - 1, 0, open_start)
+        if pos + 1 - len(_COHERE_OPEN) >= start and text.endswith(_COHERE_OPEN, i + 1 - len(_COHERE_OPEN), i + 1):
+            return None if depth >= MAX_XML_NESTING else (phase, start, close, depth + 1, 0, open_start)
         return s
     # minimax_m3: elements are `marker<name>` / `marker</name>`
-    if text.endswith(M3, 0, pos + 1) and pos + 1 - len(M3) >= start:
-        return (phase, start, close, depth, pos + 1)
-    if ch == ">" and mark >= 0:
-        element = text[mark:pos + 1]
-        return (phase, start, close, depth - 1 if element.startswith("</") else depth + 1, -1)
+    if pos + 1 - len(M3) >= start and text.endswith(M3, i + 1 - len(M3), i + 1):
+        return (phase, start, close, depth, 1, open_start)
+    if elem == 1:
+        return (phase, start, close, depth, 2 if ch == "<" else 0, open_start)
+    if elem == 2 and ch == "/" and text[i - 1] == "<":
+        return (phase, start, close, depth, 3, open_start)
+    if elem >= 2:
+        if ch == ">":
+            if elem == 3:
+                return (phase, start, close, depth - 1, 0, open_start)
+            return None if depth >= MAX_XML_NESTING else (phase, start, close, depth + 1, 0, open_start)
+        if ch == "<":
+            return (phase, start, close, depth, 0, open_start)
     return s
+
+
+def lookback(s: ScanState, pos: int) -> int:
+    """The earliest position :func:`step` may read when given ``pos`` next."""
+    phase, start, close, _depth, _elem, _open = s
+    if phase == "open":
+        return start
+    if phase == "value":
+        return max(start, pos - max(len(close), len(_COHERE_CLOSE), len(M3)))
+    return pos
 
 
 def can_end(s: ScanState) -> bool:
@@ -126,43 +175,58 @@ def can_end(s: ScanState) -> bool:
 
 # ------------------------------------------------------------ conversion --
 def split(style: XmlStyle, text: str) -> tuple[list[tuple[str, Optional[str], str]], bool]:
-    """The complete parameters ``(name, kind, raw value)`` of ``text``, and
-    whether ``text`` ends between parameters."""
+    """The complete parameters ``(name, kind, raw value)`` of ``text`` (names
+    as written, still escaped), and whether ``text`` ends between
+    parameters."""
     params: list[tuple[str, Optional[str], str]] = []
     s: Optional[ScanState] = GAP
-    open_start = 0
     for pos in range(len(text)):
         prev = s
         s = step(style, s, text, pos)  # type: ignore[arg-type]
         if s is None:
             return params, False
-        if prev[0] == "gap" and s[0] == "open":  # type: ignore[index]
-            open_start = pos
         if prev[0] == "value" and s[0] == "gap":  # type: ignore[index]
-            m = style.open_re.match(text, open_start)
-            assert m is not None
-            value = text[prev[1]:pos + 1 - len(prev[2])]  # type: ignore[index]
-            params.append((m.group("name"), m.groupdict().get("kind"), value))
+            name, kind = open_tag(style, text[prev[5] : prev[1]])  # type: ignore[index]
+            params.append((name, kind, text[prev[1] : pos + 1 - len(prev[2])]))  # type: ignore[index]
     return params, s is not None and can_end(s)
 
 
+def open_tag(style: XmlStyle, tag: str) -> tuple[str, Optional[str]]:
+    """Name (as written) and kind attribute of a complete opening tag."""
+    m = style.open_re.fullmatch(tag)
+    assert m is not None, tag
+    return m.group("name"), m.groupdict().get("kind")
+
+
+def param_name(style: XmlStyle, written: str) -> str:
+    """The property name a parameter's written name stands for."""
+    return unescape(written, {"&quot;": '"'}) if style.escaped_name else written
+
+
 def _resolve(schema: Any, root: Any) -> Any:
-    for _ in range(32):  # local $ref chains only
+    for _ in range(MAX_SCHEMA_HOPS):  # local $ref chains only
         if not isinstance(schema, dict) or not isinstance(schema.get("$ref"), str) or not schema["$ref"].startswith("#"):
             return schema
         node: Any = root
         for part in schema["$ref"][1:].split("/")[1:] if schema["$ref"] != "#" else []:
             part = part.replace("~1", "/").replace("~0", "~")
-            node = node.get(part) if isinstance(node, dict) else None
+            node = node.get(part) if isinstance(node, dict) else (node[int(part)] if isinstance(node, list) and part.isdigit() and int(part) < len(node) else None)
         schema = node if node is not None else True
     return schema
 
 
-def only_strings(schema: Any, root: Any) -> bool:
-    """The schema admits strings and nothing else (so the value is raw text)."""
+def only_strings(schema: Any, root: Any, _hops: int = 0, _path: frozenset[int] = frozenset()) -> bool:
+    """The schema admits strings and nothing else (so the value is raw text).
+
+    Follows ``$ref`` and the combinators at most :data:`MAX_SCHEMA_HOPS`
+    deep; a reference back to a schema being examined adds nothing (a
+    cycle), and past the bound the answer is False (the value is then read
+    as JSON when it is JSON, else as text).
+    """
     schema = _resolve(schema, root)
-    if not isinstance(schema, dict):
+    if not isinstance(schema, dict) or _hops >= MAX_SCHEMA_HOPS:
         return False
+    path = _path | {id(schema)}
     for key in ("enum",):
         if isinstance(schema.get(key), list) and schema[key]:
             return all(isinstance(v, str) for v in schema[key])
@@ -172,10 +236,14 @@ def only_strings(schema: Any, root: Any) -> bool:
     if t == "string" or t == ["string"]:
         return True
     for key in ("anyOf", "oneOf"):
-        if isinstance(schema.get(key), list) and schema[key]:
-            return all(only_strings(s, root) for s in schema[key])
+        alts = schema.get(key)
+        if isinstance(alts, list) and alts:
+            subs = [_resolve(s, root) for s in alts]
+            subs = [s for s in subs if not (isinstance(s, dict) and id(s) in path)]
+            return bool(subs) and all(only_strings(s, root, _hops + 1, path) for s in subs)
     if isinstance(schema.get("allOf"), list):
-        return any(only_strings(s, root) for s in schema["allOf"])
+        subs = [_resolve(s, root) for s in schema["allOf"]]
+        return any(only_strings(s, root, _hops + 1, path) for s in subs if not (isinstance(s, dict) and id(s) in path))
     return False
 
 
@@ -190,7 +258,7 @@ def property_schema(schema: Any, name: str, root: Any) -> Any:
         try:
             if re.search(pattern, name):
                 return sub
-        except re.error:
+        except (re.error, TypeError, RecursionError):
             continue
     extra = schema.get("additionalProperties", True)
     return extra
@@ -206,16 +274,15 @@ def _is_object(schema: Any, root: Any) -> bool:
     return isinstance(schema, dict) and (schema.get("type") == "object" or "properties" in schema)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
+def _string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
 
 
-def json_or_text(raw: str) -> Any:
-    """A JSON value if ``raw`` is one, else the text itself."""
-    try:
-        return json.loads(raw.strip(), parse_constant=_reject_constant)
-    except ValueError:
-        return raw
+def json_or_text(raw: str) -> str:
+    """JSON text for a value written as JSON: ``raw`` itself (stripped) if
+    it is one JSON value, else ``raw`` as a JSON string."""
+    stripped = raw.strip(_WS)
+    return stripped if jsonscan.is_json(stripped) else _string(raw)
 
 
 def _raw(style: XmlStyle, raw: str) -> str:
@@ -228,9 +295,10 @@ def _raw(style: XmlStyle, raw: str) -> str:
     return raw
 
 
-def _cohere_items(text: str, schema: Any, root: Any) -> list[Any]:
+def _cohere_items(text: str, schema: Any, root: Any, level: int) -> str:
+    s = _resolve(schema, root)
+    item_schema = s.get("items", True) if isinstance(s, dict) else True
     items = []
-    item_schema = _resolve(schema, root).get("items", True) if isinstance(_resolve(schema, root), dict) else True
     pos, depth, start, kind = 0, 0, 0, ""
     opener = re.compile(r'<cofl:value type="(raw|json|dict|list)">')
     while pos < len(text):
@@ -241,60 +309,63 @@ def _cohere_items(text: str, schema: Any, root: Any) -> list[Any]:
                 continue
             kind, start, depth, pos = m.group(1), m.end(), 1, m.end()
             continue
-        if text.startswith("</cofl:value>", pos):
+        if text.startswith(_COHERE_CLOSE, pos):
             depth -= 1
             if depth == 0:
-                items.append(_typed(STYLES["cohere_xml"], kind, text[start:pos], item_schema, root))
-            pos += 13
+                items.append(_typed(STYLES["cohere_xml"], kind, text[start:pos], item_schema, root, level + 1))
+            pos += len(_COHERE_CLOSE)
             continue
-        if text.startswith("<cofl:value ", pos):
+        if text.startswith(_COHERE_OPEN, pos):
             depth += 1
         pos += 1
-    return items
+    return "[" + ", ".join(items) + "]"
 
 
-def _m3_items(text: str, schema: Any, root: Any) -> list[Any]:
+def _m3_items(text: str, schema: Any, root: Any, level: int) -> str:
     style = STYLES["minimax_m3_xml"]
     s = _resolve(schema, root)
     item_schema = s.get("items", True) if isinstance(s, dict) else True
-    return [_typed(style, None, raw, item_schema, root) for _, _, raw in split(style, text)[0]]
+    return "[" + ", ".join(_typed(style, None, raw, item_schema, root, level + 1) for _, _, raw in split(style, text)[0]) + "]"
 
 
-def _typed(style: XmlStyle, kind: Optional[str], raw: str, schema: Any, root: Any) -> Any:
-    """The JSON value of one parameter."""
+def _typed(style: XmlStyle, kind: Optional[str], raw: str, schema: Any, root: Any, level: int = 0) -> str:
+    """The JSON text of one parameter's value; ``level`` counts the
+    element levels above it (bounded by the scanner's nesting limit; past
+    it the value is kept as text)."""
     if style.name in ("deepseek_xml", "deepseek_v4_1_xml"):
-        return raw if kind == "true" else json_or_text(raw)
+        return _string(raw) if kind == "true" else json_or_text(raw)
     if style.name == "kimi_k3_xml":
-        return raw if kind == "string" else json_or_text(raw)
+        return _string(raw) if kind == "string" else json_or_text(raw)
     if style.name == "cohere_xml":
-        if kind == "raw":
-            return raw
+        if kind == "raw" or level > MAX_XML_NESTING:
+            return _string(raw)
         if kind == "dict":
-            return to_object(style, raw, schema, root)
+            return _object_text(style, raw, schema, root, level + 1)
         if kind == "list":
-            return _cohere_items(raw, schema, root)
+            return _cohere_items(raw, schema, root, level)
         return json_or_text(raw)
     if style.name == "minimax_m3_xml":
-        if only_strings(schema, root):
-            return raw
+        if only_strings(schema, root) or level > MAX_XML_NESTING:
+            return _string(raw)
         inner = raw.strip(_WS)
         # Nested elements, or none at all: an empty array or object.
         if inner.startswith(M3) or (not inner and (_is_array(schema, root) or _is_object(schema, root))):
             if _is_array(schema, root):
-                return _m3_items(raw, schema, root)
-            return to_object(style, raw, schema, root)
+                return _m3_items(raw, schema, root, level)
+            return _object_text(style, raw, schema, root, level + 1)
         return json_or_text(raw)
-    return _raw(style, raw) if only_strings(schema, root) else json_or_text(raw)
+    return _string(_raw(style, raw)) if only_strings(schema, root) else json_or_text(raw)
 
 
-def to_object(style: XmlStyle, text: str, schema: Any, root: Any) -> dict[str, Any]:
+def member(style: XmlStyle, written_name: str, kind: Optional[str], raw: str, schema: Any, root: Any, level: int = 0) -> str:
+    """One ``"name": value`` member of the arguments object, as JSON text."""
+    name = param_name(style, written_name)
+    return f"{_string(name)}: {_typed(style, kind, raw, property_schema(schema, name, root), root, level)}"
+
+
+def _object_text(style: XmlStyle, text: str, schema: Any, root: Any, level: int) -> str:
     params, _ = split(style, text)
-    out: dict[str, Any] = {}
-    for name, kind, raw in params:
-        if style.name == "cohere_xml":
-            name = unescape(name, {"&quot;": '"'})
-        out[name] = _typed(style, kind, raw, property_schema(schema, name, root), root)
-    return out
+    return "{" + ", ".join(member(style, n, k, raw, schema, root, level) for n, k, raw in params) + "}"
 
 
 def arguments_json(style_name: str, text: str, schema: Any, closed: bool) -> str:
@@ -303,10 +374,5 @@ def arguments_json(style_name: str, text: str, schema: Any, closed: bool) -> str
     successive results only ever grow)."""
     style = STYLES[style_name]
     params, _ = split(style, text)
-    members = []
-    for name, kind, raw in params:
-        if style.name == "cohere_xml":
-            name = unescape(name, {"&quot;": '"'})
-        value = _typed(style, kind, raw, property_schema(schema, name, schema), schema)
-        members.append(f"{json.dumps(name, ensure_ascii=False)}: {json.dumps(value, ensure_ascii=False)}")
+    members = [member(style, n, k, raw, schema, schema) for n, k, raw in params]
     return "{" + ", ".join(members) + ("}" if closed else "")
