@@ -120,6 +120,9 @@ def xml_params(style: str, args: dict, exact: frozenset = frozenset()) -> str:
 
 # Text before the call section when a call is required or forced.
 REQUIRED_PREFIX = {"deepseek_v3_2": "\n\n", "deepseek_v4": "\n\n", "deepseek_v4_1": "\n\n", "minimax": "\n"}
+# What a family's template writes between consecutive calls, which is all a
+# required turn may hold between them (in an "auto" turn that text is content).
+CALL_SEPARATOR = {"llama": "; ", "qwen_3": "\n", "qwen_3_5": "\n", "qwen_3_coder": "\n", "exaone": "\n"}
 # What a family writes instead of reasoning when reasoning is disabled.
 DISABLED_PREFIX = {"minimax": "\n</think>\n\n\n\n"}
 # Families whose calls sit in a section (required/forced: only the section).
@@ -163,18 +166,19 @@ def render(
     out = head + content
     if not calls:
         return out
+    sep = CALL_SEPARATOR.get(style, "") if choice == "required" else ""
     if style == "llama":
-        return out + "".join(f'{{"name": "{n}", "parameters": {j(a)}}}' for n, a in calls)
+        return out + sep.join(f'{{"name": "{n}", "parameters": {j(a)}}}' for n, a in calls)
     if style == "qwen_3":
-        return out + "".join(f'<tool_call>\n{{"name": "{n}", "arguments": {j(a)}}}\n</tool_call>' for n, a in calls)
+        return out + sep.join(f'<tool_call>\n{{"name": "{n}", "arguments": {j(a)}}}\n</tool_call>' for n, a in calls)
     if style == "exaone":
-        return out + "".join(f'<tool_call>{{"name": "{n}", "arguments": {j(a)}}}</tool_call>' for n, a in calls)
+        return out + sep.join(f'<tool_call>{{"name": "{n}", "arguments": {j(a)}}}</tool_call>' for n, a in calls)
     if style in ("qwen_3_5", "qwen_3_coder"):
-        return out + "".join(f"<tool_call>\n<function={n}>\n{xml_params('qwen_xml', a, exact)}</function>\n</tool_call>" for n, a in calls)
+        return out + sep.join(f"<tool_call>\n<function={n}>\n{xml_params('qwen_xml', a, exact)}</function>\n</tool_call>" for n, a in calls)
     if style == "mimo":
-        return out + "".join(f"<tool_call><function={n}>{xml_params('qwen_xml', a, exact)}</function></tool_call>" for n, a in calls)
+        return out + sep.join(f"<tool_call><function={n}>{xml_params('qwen_xml', a, exact)}</function></tool_call>" for n, a in calls)
     if style == "glm_4_7":
-        return out + "".join(f"<tool_call>{n}{xml_params('glm_xml', a)}</tool_call>" for n, a in calls)
+        return out + sep.join(f"<tool_call>{n}{xml_params('glm_xml', a)}</tool_call>" for n, a in calls)
     if style == "kimi":
         body = "".join(
             f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{j(a)}<|tool_call_end|>" for i, (n, a) in enumerate(calls)

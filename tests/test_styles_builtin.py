@@ -55,15 +55,20 @@ def test_validation_errors_name_the_field(kwargs, field):
 def test_tool_choice_modes_shape_the_tag():
     auto = structural_tag_for("qwen_3", TOOLS, reasoning="disabled")["format"]
     assert auto["type"] == "triggered_tags" and not auto["at_least_one"] and not auto["stop_after_first"]
+    # Required: calls only, joined by the template's separator, which may
+    # also end the turn once (no free text anywhere).
     required = structural_tag_for("qwen_3", TOOLS, "required", parallel_tool_calls=False, reasoning="disabled")["format"]
-    assert required["at_least_one"] and required["stop_after_first"]
+    listed, trailing = required["elements"]
+    assert listed["type"] == "tags_with_separator" and listed["separator"] == "\n"
+    assert listed["at_least_one"] and listed["stop_after_first"]
+    assert trailing == {"type": "optional", "content": {"type": "const_string", "value": "\n"}}
     forced = structural_tag_for("qwen_3", TOOLS, {"type": "function", "function": {"name": "search"}}, reasoning="disabled")["format"]
     assert forced["type"] == "tag" and '"search"' in forced["begin"]
     none = structural_tag_for("qwen_3", TOOLS, "none", reasoning="disabled")["format"]
     assert none == any_text(["<think>", "</think>"])
     allowed = structural_tag_for("qwen_3", TOOLS, {"type": "allowed_tools", "allowed_tools": {"mode": "required", "tools": [{"type": "function", "function": {"name": "search"}}]}}, reasoning="disabled")["format"]
-    assert [t["begin"] for t in allowed["tags"]] == ['<tool_call>\n{"name": "search", "arguments": ']
-    assert allowed["at_least_one"]
+    assert [t["begin"] for t in allowed["elements"][0]["tags"]] == ['<tool_call>\n{"name": "search", "arguments": ']
+    assert allowed["elements"][0]["at_least_one"]
 
 
 def test_strict_false_or_missing_parameters_mean_any_object():
@@ -185,7 +190,7 @@ import random
 import zlib
 
 from formcast.toolcalls import OutputStreamParser, ToolCallDelta
-from styles_wire import DISABLED_PREFIX, THINK_END, render
+from styles_wire import DISABLED_PREFIX, SECTION_STYLES, THINK_END, render
 
 REASONING, CONTENT = "Let me check the weather.", "Sure."
 W = ("get_weather", {"city": "Paris", "days": 3})
@@ -240,13 +245,55 @@ def _check_parse(tag, text: str, reasoning: str, content: str, calls: list, seed
             assert "".join(d.arguments for d in mine) == c.arguments
 
 
+# How each family opens a call (harmony: the separator before a call that is
+# not the first message).
+CALL_OPEN = {
+    "llama": '{"name": ', "qwen_3": "<tool_call>", "qwen_3_5": "<tool_call>", "qwen_3_coder": "<tool_call>", "mimo": "<tool_call>",
+    "glm_4_7": "<tool_call>", "exaone": "<tool_call>", "kimi": "<|tool_call_begin|>", "deepseek_r1": "<｜tool▁call▁begin｜>",
+    "deepseek_v3_1": "<｜tool▁call▁begin｜>", "deepseek_v3_2": "<｜DSML｜invoke", "deepseek_v4": "<｜DSML｜invoke",
+    "deepseek_v4_1": "<｜DSML｜ invoke", "minimax": "<invoke", "minimax_m3": "]<]minimax[>[<invoke", "cohere": "<cofl:tool_call ",
+    "kimi_k3": "<|open|>call tool=", "harmony": "<|start|>assistant<|channel|>commentary to=functions.",
+}
+
+
+def _between_calls(style: str, text: str, junk: str) -> str:
+    """``text`` (at least two calls) with ``junk`` just before the second
+    call's opening (after the family's separator, if any)."""
+    opener = CALL_OPEN[style]
+    first = text.index(opener.replace("<|start|>assistant", "") if style == "harmony" else opener)
+    i = text.index(opener, first + 1)
+    return text[:i] + junk + text[i:]
+
+
+@pytest.mark.parametrize("style", ALL_STYLES)
+def test_auto_takes_text_around_calls_where_the_family_writes_text(style, byte_compiler):
+    # The counterpart of the matrix's required/forced rejections: under
+    # "auto", free text may come before and after the calls (harmony and
+    # Kimi-K3 write it in their own final / response blocks, covered above).
+    tag = structural_tag_for(style, TOOLS, "auto", True, reasoning=True)
+    g = byte_compiler.compile_structural_tag(tag)
+    reasoning = REASONING if _has_reasoning(style) else ""
+    before = render(style, REASONING, CONTENT, [W])
+    assert _accepts(g, before)
+    _check_parse(tag, before, reasoning, CONTENT, [W], 1)
+    if style in ("harmony", "kimi_k3"):
+        return
+    after = before + " Done."
+    assert _accepts(g, after), after
+    _check_parse(tag, after, reasoning, CONTENT + " Done.", [W], 2)
+    if style not in SECTION_STYLES:  # (a section holds calls only, in every mode)
+        between = _between_calls(style, render(style, REASONING, CONTENT, [W, W]), "Then: ")
+        assert _accepts(g, between), between
+        _check_parse(tag, between, reasoning, CONTENT + "Then: ", [W, W], 3)
+
+
 @pytest.mark.parametrize(("style", "choice", "parallel", "think"), MATRIX)
 def test_style_matrix(style, choice, parallel, think, byte_compiler):
     tag = structural_tag_for(style, TOOLS, CHOICES[choice], parallel, reasoning=think)
     g = byte_compiler.compile_structural_tag(tag)
     seed = zlib.crc32(f"{style}{choice}{parallel}{think}".encode())
     reasoning = REASONING if think else ""
-    content = CONTENT if choice in ("auto", "none") or style == "kimi_k3" else ""
+    content = CONTENT if choice in ("auto", "none") else ""
 
     def out(calls, *, content=content, think=bool(think), choice=choice):
         return render(style, REASONING, content, calls, choice=choice, think=think)
@@ -274,11 +321,18 @@ def test_style_matrix(style, choice, parallel, think, byte_compiler):
         if not parallel or choice == "forced":
             bad["second call"] = out([W, W])
         if choice in ("required", "forced"):
+            # The turn is calls only (reasoning aside): nothing before,
+            # between or after them.
             bad["no call"] = out([])
             if style == "harmony":  # a final-channel message before the call
                 bad["text before the call"] = out([W], content="Sure. ", choice="auto")
-            elif style != "kimi_k3":  # (Kimi-K3's response block always comes first)
+            else:  # (Kimi-K3: inside its response block, which stays empty)
                 bad["text before the call"] = out([W], content="Sure. ")
+            bad["text after the call"] = out([W]) + " Done."
+            if style == "kimi_k3":
+                bad["text after the tools block"] = out([W]).replace("<|close|>tools<|sep|>", "<|close|>tools<|sep|>Done.")
+            if choice == "required" and parallel:
+                bad["text between the calls"] = _between_calls(style, out([W, W]), "Done.")
         if choice == "forced":
             bad["another tool than the forced one"] = out([S])
     if think is True and style != "harmony":  # harmony's analysis channel is optional
@@ -374,3 +428,16 @@ def test_spec_verified_example_verbatim(line, style, text, byte_compiler):
     assert out.well_formed
     assert (out.reasoning, out.content) == (("", "Let me check. ") if style == "llama" else ("reasoning", "Sure." if style != "harmony" else ""))
     assert [(c.name, json.loads(c.arguments)) for c in out.tool_calls] == [("get_weather", {"city": "Paris"})]
+
+
+@pytest.mark.parametrize("style", ["qwen_3", "qwen_3_5", "exaone"])
+def test_required_may_end_with_its_newline_separator_once(style, byte_compiler):
+    # A model that writes its usual newline after the last call can still
+    # stop; the newline is layout, not content. Anything more is refused.
+    tag = structural_tag_for(style, TOOLS, "required", reasoning=False)
+    g = byte_compiler.compile_structural_tag(tag)
+    text = render(style, REASONING, "", [W], choice="required", think=False)
+    assert _accepts(g, text + "\n")
+    out = parse_output(tag, text + "\n")
+    assert out.well_formed and out.content == "" and [c.name for c in out.tool_calls] == ["get_weather"]
+    assert not _accepts(g, text + "\n\n") and not parse_output(tag, text + "\n\n").well_formed

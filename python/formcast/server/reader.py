@@ -21,13 +21,17 @@ class PlainReader:
     """Free text: everything is content."""
 
     def __init__(self) -> None:
-        self.content = ""
+        self._content: list[str] = []
+
+    @property
+    def content(self) -> str:
+        return "".join(self._content)
 
     def feed(self, text: str) -> list[dict]:
         """Deltas for ``text`` (OpenAI ``delta`` dicts)."""
         if not text:
             return []
-        self.content += text
+        self._content.append(text)
         return [{"content": text}]
 
     def finish(self) -> list[dict]:
@@ -54,9 +58,20 @@ class StyleReader:
         from ..toolcalls import OutputStreamParser
 
         self._parser = OutputStreamParser(tag, tools=tools)
-        self.content = ""
-        self.reasoning = ""
+        # Pieces, joined when asked: appending to a str copies it whole, which
+        # made a long streamed answer quadratic.
+        self._content: list[str] = []
+        self._reasoning: list[str] = []
         self._calls: list[dict] = []
+        self._arguments: list[list[str]] = []
+
+    @property
+    def content(self) -> str:
+        return "".join(self._content)
+
+    @property
+    def reasoning(self) -> str:
+        return "".join(self._reasoning)
 
     def _convert(self, deltas: list) -> list[dict]:
         from ..toolcalls import ContentDelta, ReasoningDelta, ToolCallDelta
@@ -65,15 +80,16 @@ class StyleReader:
         for d in deltas:
             if isinstance(d, ContentDelta):
                 if d.text:
-                    self.content += d.text
+                    self._content.append(d.text)
                     out.append({"content": d.text})
             elif isinstance(d, ReasoningDelta):
                 if d.text:
-                    self.reasoning += d.text
+                    self._reasoning.append(d.text)
                     out.append({"reasoning_content": d.text})
             elif isinstance(d, ToolCallDelta):
                 while len(self._calls) <= d.index:
                     self._calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
+                    self._arguments.append([])
                 call = self._calls[d.index]
                 item: dict[str, Any] = {"index": d.index}
                 if d.id is not None:
@@ -85,7 +101,7 @@ class StyleReader:
                     call["function"]["name"] = d.name
                     fn["name"] = d.name
                 if d.arguments:
-                    call["function"]["arguments"] += d.arguments
+                    self._arguments[d.index].append(d.arguments)
                     fn["arguments"] = d.arguments
                 elif d.name is not None:
                     fn["arguments"] = ""
@@ -105,6 +121,10 @@ class StyleReader:
     @property
     def tool_calls(self) -> list[dict]:
         """Complete OpenAI ``tool_calls`` (arguments as JSON text)."""
+        for call, parts in zip(self._calls, self._arguments):
+            if len(parts) > 1:
+                parts[:] = ["".join(parts)]
+            call["function"]["arguments"] = parts[0] if parts else ""
         return [c for c in self._calls if c["id"] is not None]
 
     def message(self) -> dict:

@@ -186,7 +186,7 @@ def tool_constraint(plan: ToolPlan, other: Any, *, style: str, reasoning: Option
     and friends, only with ``auto``), it is the union: either that answer or
     the tool calls (a call ends the turn).
     """
-    from ..styles import StyleError, structural_tag_for
+    from ..styles import StyleError, answer_or_calls, structural_tag_for
     from .constraints import Constraint
 
     try:
@@ -198,8 +198,8 @@ def tool_constraint(plan: ToolPlan, other: Any, *, style: str, reasoning: Option
             tag = structural_tag_for(style, plan.tools, choice, plan.parallel, reasoning)
         else:
             calls = structural_tag_for(style, plan.tools, _choice_for_calls(plan), plan.parallel, "disabled")
-            union = {"type": "structural_tag", "format": {"type": "or", "elements": [_constraint_format(other), calls["format"]]}}
-            tag = union
+            # With the roles the reader needs: the answer's text is content.
+            tag = answer_or_calls(_constraint_format(other), calls)
     except StyleError as e:
         raise APIError(400, f"invalid tools request: {e}", param="tools") from None
     from .. import FormcastError, Grammar

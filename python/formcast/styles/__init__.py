@@ -14,13 +14,14 @@ a generation into reasoning, content and tool calls. Add a family with
 
 from .families import HarmonyStyle, KimiK3Style, SectionStyle, Thinking, TriggeredStyle, register_builtin_styles
 from .formats import CallRole, Roles, TextRole
-from .registry import Style, StyleTag, available_styles, get_style, register_style, structural_tag_for
+from .registry import Style, StyleTag, answer_or_calls, available_styles, get_style, register_style, structural_tag_for
 from .tools import FunctionTool, StyleError, ToolRequest, normalize_request
 
 register_builtin_styles()
 
 __all__ = [
     "structural_tag_for",
+    "answer_or_calls",
     "register_style",
     "get_style",
     "available_styles",

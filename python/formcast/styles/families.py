@@ -3,7 +3,8 @@
 Most families are one of two shapes, described here as data:
 
 - :class:`TriggeredStyle` — calls appear in free text, each starting with a
-  trigger (``<tool_call>``); ``required`` means the output starts with one.
+  trigger (``<tool_call>``); ``required`` means the output is calls only
+  (joined by the family's separator).
 - :class:`SectionStyle` — calls are grouped in a section
   (``<|tool_calls_section_begin|>`` ... ``_end|>``) that free text may open.
 
@@ -33,7 +34,7 @@ from .formats import (
     triggered_tags,
 )
 from .registry import Style, register_style
-from .tools import FunctionTool, ReasoningMode, ToolRequest
+from .tools import FunctionTool, ReasoningMode, StyleError, ToolRequest
 
 THINK = ("<think>", "</think>")
 
@@ -90,6 +91,14 @@ def _free_form(schema: Any) -> bool:
     return not schema.get("properties") and not schema.get("patternProperties") and schema.get("additionalProperties", True) is not False
 
 
+def _explicitly_open(schema: Any) -> bool:
+    """A schema without properties that asks for other keys in so many words."""
+    if not isinstance(schema, dict) or schema.get("properties"):
+        return False
+    extra = schema.get("additionalProperties")
+    return bool(schema.get("patternProperties")) or (extra is not None and extra is not False)
+
+
 def with_reasoning(prefix: Optional[Format], body: Format) -> Format:
     return sequence(prefix, body) if prefix is not None else body
 
@@ -116,7 +125,14 @@ class Family(Style):
             # These styles cannot write free-form keys: fall back to the
             # declared parameters, or to no arguments at all (a tool without
             # parameters, `{"type": "object"}` or `{"type": "object",
-            # "properties": {}}`, takes none).
+            # "properties": {}}`, takes none). Parameters that ask for
+            # free-form keys explicitly are refused rather than narrowed.
+            for s in (fn.parameters, schema):
+                if _explicitly_open(s):
+                    raise StyleError(
+                        f"function {fn.name!r}: the {self.name} style cannot write arguments with free-form keys "
+                        "(additionalProperties / patternProperties without properties); declare the properties"
+                    )
             declared = fn.parameters if fn.parameters and not _free_form(fn.parameters) else None
             schema = declared or {"type": "object", "properties": {}, "additionalProperties": False}
         return json_schema(schema, self.args_style)
@@ -145,19 +161,35 @@ class Family(Style):
 
 @dataclass(frozen=True)
 class TriggeredStyle(Family):
-    """Calls inside free text, each opened by ``trigger``."""
+    """Calls inside free text, each opened by ``trigger``.
+
+    With ``tool_choice="required"`` the output is calls only: one or more
+    (one without ``parallel_tool_calls``), joined by ``call_separator``, with
+    no text before, between or after them; a whitespace separator may also
+    follow the last call once (the reference engine's
+    ``triggered_tags(at_least_one=True)`` lets free text follow the first
+    call; formcast does not)."""
 
     trigger: str = "<tool_call>"
+    #: What the family's chat template writes between consecutive calls.
+    call_separator: str = ""
 
     def body(self, request: ToolRequest, roles: Roles) -> Format:
         calls = self.calls(request, roles)
         if request.mode == "forced":
             return calls[0]
+        if request.mode == "required":
+            listed = tags_with_separator(calls, self.call_separator, at_least_one=True, stop_after_first=not request.parallel)
+            if self.call_separator.strip():
+                return listed
+            # A whitespace separator may also end the turn once: a model that
+            # writes its usual newline after the last call must still be
+            # able to stop, instead of being held to start another call.
+            return sequence(listed, optional(const(self.call_separator))) if self.call_separator else listed
         return triggered_tags(
             [self.trigger],
             calls,
             self.excludes(request),
-            at_least_one=request.mode == "required",
             stop_after_first=not request.parallel,
         )
 
@@ -230,6 +262,9 @@ BUILTIN_FAMILIES: list[Family] = [
         call=_fmt('{{"name": "{name}", "parameters": ', "}"),
         thinking=None,
         trigger='{"name": ',
+        # The template writes one call per message; "; " is what vLLM's
+        # llama3_json reader splits parallel calls on.
+        call_separator="; ",
     ),
     SectionStyle(
         name="kimi",
@@ -265,6 +300,7 @@ BUILTIN_FAMILIES: list[Family] = [
         models="Qwen3, Qwen3-Next",
         call=_fmt('<tool_call>\n{{"name": "{name}", "arguments": ', "}\n</tool_call>"),
         thinking=Thinking(suffix="\n\n"),
+        call_separator="\n",
     ),
     TriggeredStyle(
         name="qwen_3_5",
@@ -277,6 +313,7 @@ BUILTIN_FAMILIES: list[Family] = [
         args_style="qwen_xml",
         thinking=Thinking(suffix="\n\n"),
         trigger="<tool_call>\n<function=",
+        call_separator="\n",
     ),
     TriggeredStyle(
         name="mimo",
@@ -341,6 +378,7 @@ BUILTIN_FAMILIES: list[Family] = [
         models="EXAONE-4.0",
         call=_fmt('<tool_call>{{"name": "{name}", "arguments": ', "}</tool_call>"),
         thinking=Thinking(suffix="\n\n"),
+        call_separator="\n",
     ),
 ]
 
@@ -415,7 +453,13 @@ class KimiK3Style(Style):
             prefix = optional(roles.mark(tag("<|open|>think<|sep|>", any_text(ex), think_end), TextRole("reasoning")))
         # With reasoning disabled the prompt already opened the response.
         response_begin = "" if request.reasoning == "disabled" else "<|open|>response<|sep|>"
-        response = tag(response_begin, any_text(ex), "<|close|>response<|sep|>")
+        response_end = "<|close|>response<|sep|>"
+        if request.calls_allowed and request.mode in ("required", "forced"):
+            # The turn is calls only: the response block the layout always
+            # has stays empty.
+            response: Format = const(response_begin + response_end)
+        else:
+            response = tag(response_begin, any_text(ex), response_end)
         block: Optional[Format] = None
         if request.calls_allowed:
             calls = [

@@ -28,9 +28,14 @@ class CallRole:
 
 @dataclass(frozen=True)
 class TextRole:
-    """A node whose free text is ``reasoning`` or ``content``."""
+    """A node whose free text is ``reasoning`` or ``content``.
+
+    ``verbatim``: all of the node's text is that channel's, its literal
+    strings included (an answer in a caller's own format, where a tag's
+    begin and end are part of the answer, not call syntax)."""
 
     channel: Literal["reasoning", "content"]
+    verbatim: bool = False
 
 
 Role = Union[CallRole, TextRole]
@@ -56,17 +61,40 @@ class Roles:
         return out
 
 
+#: Deepest nesting of format objects read (the engine's MAX_FORMAT_DEPTH in
+#: crates/formcast-structural/src/parse.rs refuses deeper tags as well).
+MAX_FORMAT_DEPTH = 48
+
+# Fields of a format that hold formats: ("content", one), ("elements" /
+# "tags", a list) and "rules" (a list of [pattern, format] pairs).
+_ONE, _MANY = ("content", "format"), ("elements", "tags")
+
+
 def walk(node: Any, path: Path = ()) -> Iterator[tuple[Path, Format]]:
-    """Every format dict of a tree with its path (dict keys and list indices)."""
-    if isinstance(node, dict):
-        yield path, node
-        for key, value in node.items():
-            if isinstance(value, (dict, list)):
-                yield from walk(value, path + (key,))
-    elif isinstance(node, list):
-        for i, value in enumerate(node):
-            if isinstance(value, (dict, list)):
-                yield from walk(value, path + (i,))
+    """Every format dict of a tree with its path (the keys and indices the
+    output parser uses: ``("format", "elements", 1, "content")``), parents
+    before children. Only fields that hold formats are followed (a
+    ``json_schema``'s schema is not a format). Iterative; formats nested
+    deeper than :data:`MAX_FORMAT_DEPTH` are not visited (the compilers
+    refuse such tags with that limit named)."""
+    stack: list[tuple[Path, Any, int]] = [(path, node, 0)]
+    while stack:
+        p, n, depth = stack.pop()
+        if not isinstance(n, dict) or depth > MAX_FORMAT_DEPTH:
+            continue
+        yield p, n
+        children: list[tuple[Path, Any, int]] = []
+        for key in _ONE:
+            if key in n:
+                children.append((p + (key,), n[key], depth + 1))
+        for key in _MANY:
+            if isinstance(n.get(key), list):
+                children.extend((p + (key, i), x, depth + 1) for i, x in enumerate(n[key]))
+        if isinstance(n.get("rules"), list):
+            children.extend(
+                (p + ("rules", i, 1), r[1], depth + 1) for i, r in enumerate(n["rules"]) if isinstance(r, (list, tuple)) and len(r) == 2
+            )
+        stack.extend(reversed(children))
 
 
 # --------------------------------------------------------------- formats --

@@ -6,10 +6,10 @@ import abc
 import threading
 from typing import Any, ClassVar, Optional, Sequence, Union
 
-from .formats import Format, Path, Role, Roles, structural_tag
+from .formats import Format, Path, Role, Roles, TextRole, structural_tag
 from .tools import ReasoningMode, StyleError, ToolRequest, normalize_request
 
-__all__ = ["Style", "StyleTag", "register_style", "get_style", "available_styles", "structural_tag_for"]
+__all__ = ["Style", "StyleTag", "register_style", "get_style", "available_styles", "structural_tag_for", "answer_or_calls"]
 
 
 class Style(abc.ABC):
@@ -126,3 +126,25 @@ def structural_tag_for(
     roles = Roles()
     tag = structural_tag(s.build(request, roles))
     return StyleTag(tag, style=s.name, roles=roles.resolve(tag), request=request)
+
+
+def answer_or_calls(answer: Format, calls: StyleTag) -> StyleTag:
+    """The structural tag for "either this answer or tool calls": ``or(answer,
+    calls)``, with the roles the output parser needs. The answer's whole text
+    is content, its literal strings included; the calls keep the roles of
+    ``calls`` (a tag from :func:`structural_tag_for`, typically with
+    ``tool_choice`` required).
+
+    Built as a plain dict instead, the union loses the roles: the parser
+    then guesses them from ``tools``, reads the answer's own tags as
+    syntax, and refuses a JSON-holding answer tag that names no tool.
+    """
+    if not isinstance(calls, StyleTag):
+        raise TypeError("calls must be a StyleTag from structural_tag_for")
+    fmt = answer.get("format", answer) if answer.get("type") == "structural_tag" else answer
+    tag = structural_tag({"type": "or", "elements": [fmt, calls["format"]]})
+    roles: dict[Path, Role] = {("format", "elements", 0): TextRole("content", verbatim=True)}
+    for path, role in calls.roles.items():
+        if path[:1] == ("format",):
+            roles[("format", "elements", 1) + path[1:]] = role
+    return StyleTag(tag, style=calls.style, roles=roles, request=calls.request)

@@ -15,6 +15,8 @@ from typing import Any, Literal, Mapping, Optional, Sequence, Union
 import jsonschema
 import pydantic
 
+from .._depth import MAX_CHECK_DEPTH, NestingError, check_nesting
+
 __all__ = ["StyleError", "FunctionTool", "ToolRequest", "normalize_request", "ReasoningMode", "ANY_ARGUMENTS"]
 
 ReasoningMode = Literal["enabled", "auto", "disabled"]
@@ -108,6 +110,12 @@ def _parse_tool(i: int, raw: Any) -> FunctionTool:
         err = e.errors()[0]
         raise StyleError(f"{_field_path(where, err['loc'])}: {err['msg']}") from None
     if fn.parameters is not None:
+        # The schema is walked recursively below (jsonschema, json.dumps):
+        # bound it first, iteratively.
+        try:
+            check_nesting(fn.parameters, MAX_CHECK_DEPTH, f"{where}.parameters")
+        except NestingError as e:
+            raise StyleError(str(e)) from None
         problem = _schema_problem(fn.parameters)
         if problem is not None:
             raise StyleError(f"{where}.parameters{problem[0]}: not a valid JSON Schema: {problem[1]}")
@@ -123,6 +131,10 @@ def _check_schema(schema: Any) -> Optional[tuple[str, str]]:
     except jsonschema.SchemaError as e:
         at = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in e.absolute_path)
         return at, e.message
+    except RecursionError:
+        # The nesting is bounded before this; what is left is a `pattern`
+        # whose groups nest deeply (checked with `re.compile`, which recurses).
+        return "", "too deeply nested to check (a `pattern` with deeply nested groups?)"
     return None
 
 
