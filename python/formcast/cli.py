@@ -5,7 +5,7 @@
   add_arguments, run)) — ``serve`` is registered so;
 * a module listed in :data:`PLUGIN_MODULES` has ``register(subparsers)``,
   which adds its own subparsers with ``set_defaults(func=...)`` —
-  ``formcast.formatter.cli`` adds ``format``, ``eval`` and ``data`` so.
+  ``formcast.formatter.cli`` adds ``format``, ``eval``, ``data`` and ``train`` so.
 """
 
 from __future__ import annotations

@@ -46,6 +46,7 @@ import dataclasses
 import decimal
 import json
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -311,7 +312,58 @@ def _byte_compiler() -> GrammarCompiler:
     return GrammarCompiler(tok, cache_limit_bytes=64 << 20)
 
 
+#: Python frames the key-order search may use (continuations nest one
+#: level per array item and object member), and the stack of the thread it
+#: runs on: raising the limit on the default 8 MiB stack could crash the
+#: process instead of raising RecursionError.
+_SEARCH_RECURSION_LIMIT = 50_000
+_SEARCH_STACK_BYTES = 512 << 20
+
+
+def _on_big_stack(fn: Callable[[], Any]) -> Any:
+    """Runs ``fn`` on a thread with a large stack and a raised recursion
+    limit, both restored afterwards."""
+    result: list[Any] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(fn())
+        except BaseException as e:  # re-raised in the caller
+            error.append(e)
+
+    old_limit = sys.getrecursionlimit()
+    old_stack = threading.stack_size()
+    try:
+        threading.stack_size(_SEARCH_STACK_BYTES)
+        t = threading.Thread(target=target, name="formcast-conformance")
+        threading.stack_size(old_stack)
+        sys.setrecursionlimit(max(old_limit, _SEARCH_RECURSION_LIMIT))
+        t.start()
+        t.join()
+    finally:
+        sys.setrecursionlimit(old_limit)
+    if error:
+        raise error[0]
+    return result[0]
+
+
 def run_groups(
+    groups: Iterable[tuple[str, str, Any, list[tuple[Any, bool, str]], dict]],
+    *,
+    category: Callable[[str], str],
+    verbose: bool = False,
+    compile_timeout_s: float = 30.0,
+    time_budget_ms: int = 10_000,
+) -> Report:
+    """Runs ``(file, description, schema, [(data, valid, description)], options)``
+    groups. The search runs on a thread of its own (see :func:`_on_big_stack`)."""
+    return _on_big_stack(
+        lambda: _run_groups(groups, category=category, verbose=verbose, compile_timeout_s=compile_timeout_s, time_budget_ms=time_budget_ms)
+    )
+
+
+def _run_groups(
     groups: Iterable[tuple[str, str, Any, list[tuple[Any, bool, str]], dict]],
     *,
     category: Callable[[str], str],
@@ -326,7 +378,6 @@ def run_groups(
     totals: dict[str, Tally] = {}
     reasons: collections.Counter = collections.Counter()
     wrong: list[str] = []
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 50_000))
     for fname, desc, schema, tests, options in groups:
         t = files.setdefault(fname, Tally())
         t.schemas += 1

@@ -32,7 +32,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
+
+from .._depth import MAX_JSON_DEPTH, check_nesting
 
 __all__ = [
     "MEASURES",
@@ -89,6 +91,7 @@ def _children(v: Any) -> list[Any]:
 
 
 def _walk(v: Any) -> Iterable[Any]:
+    _check(v)
     stack = [v]
     while stack:
         x = stack.pop()
@@ -96,11 +99,38 @@ def _walk(v: Any) -> Iterable[Any]:
         stack.extend(_children(x))
 
 
+def _check(value: Any, limit: int = 1 << 30) -> None:
+    """Values are walked with explicit stacks, at any depth; a value that
+    contains itself would never end, and one whose shared parts expand
+    past ``MAX_VALUES`` would take for ever: both are refused first
+    (:class:`~formcast._depth.NestingError`, a ``ValueError``)."""
+    check_nesting(value, limit, "the value")
+
+
+def _fold(value: Any, leaf: Callable[[Any], float], node: Callable[[Any, list[float]], float]) -> float:
+    """Post-order evaluation without recursion: ``node(container, results of
+    its children in order)``, ``leaf(primitive)``."""
+    _check(value)
+    results: list[float] = []
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        x, expanded = stack.pop()
+        if not isinstance(x, (dict, list)):
+            results.append(leaf(x))
+        elif not expanded:
+            stack.append((x, True))
+            stack.extend((c, False) for c in reversed(_children(x)))
+        else:
+            k = len(x)
+            kids = results[len(results) - k :] if k else []
+            del results[len(results) - k :]
+            results.append(node(x, kids))
+    return results[0]
+
+
 def depth(value: Any) -> int:
     """Maximum nesting level: 0 for a primitive, 1 + max child depth for a container."""
-    if isinstance(value, (dict, list)):
-        return 1 + max((depth(c) for c in _children(value)), default=0)
-    return 0
+    return int(_fold(value, lambda _: 0, lambda _, kids: 1 + max(kids, default=0)))
 
 
 def num_keys(value: Any) -> int:
@@ -114,7 +144,9 @@ def num_elements(value: Any) -> int:
 
 
 def size_bytes(value: Any) -> int:
-    """Bytes of ``json.dumps(value)`` encoded as UTF-8."""
+    """Bytes of ``json.dumps(value)`` encoded as UTF-8 (values nested more
+    than 512 levels raise ``ValueError``: ``json.dumps`` recurses)."""
+    _check(value, MAX_JSON_DEPTH)
     return len(json.dumps(value).encode("utf-8"))
 
 
@@ -131,18 +163,23 @@ def cyclomatic_complexity(value: Any) -> int:
 
 def schema_complexity(value: Any) -> float:
     """The paper's *sc*: structural complexity weighted by types and nesting."""
-    if isinstance(value, str):
-        return 1 + min(len(value), 100) / 10
-    if isinstance(value, dict):
-        return 1 + len(value) + sum(schema_complexity(v) for v in value.values())
-    if isinstance(value, list):
-        if not value:
+
+    def leaf(v: Any) -> float:
+        if isinstance(v, str):
+            return 1 + min(len(v), 100) / 10
+        _json_type(v)
+        return 1.0
+
+    def node(v: Any, kids: list[float]) -> float:
+        if isinstance(v, dict):
+            return 1 + len(v) + sum(kids)
+        if not v:
             return 1.0
-        if len({_json_type(x) for x in value}) == 1:
-            return 1 + len(value) + schema_complexity(value[0])
-        return 1 + len(value) + sum(schema_complexity(x) for x in value)
-    _json_type(value)
-    return 1.0
+        if len({_json_type(x) for x in v}) == 1:
+            return 1 + len(v) + kids[0]
+        return 1 + len(v) + sum(kids)
+
+    return _fold(value, leaf, node)
 
 
 def _string_cc(s: str) -> float:
@@ -160,17 +197,17 @@ def _string_cc(s: str) -> float:
 def content_complexity(value: Any) -> float:
     """The paper's *cc*: complexity of the data values (length, entropy, special
     characters, code-likeness of strings; digits of numbers)."""
-    if isinstance(value, dict):
-        return sum(content_complexity(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(content_complexity(v) for v in value)
-    if isinstance(value, str):
-        return _string_cc(value)
-    if _is_number(value):
-        digits = sum(ch.isdigit() for ch in json.dumps(value))
-        return min(digits / 5, 1.0)
-    _json_type(value)
-    return 0.0
+
+    def leaf(v: Any) -> float:
+        if isinstance(v, str):
+            return _string_cc(v)
+        if _is_number(v):
+            digits = sum(ch.isdigit() for ch in json.dumps(v))
+            return min(digits / 5, 1.0)
+        _json_type(v)
+        return 0.0
+
+    return _fold(value, leaf, lambda _, kids: sum(kids))
 
 
 MEASURES = {

@@ -38,6 +38,8 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 
+from .._depth import MAX_CHECK_DEPTH, MAX_JSON_DEPTH, text_nesting
+
 __all__ = [
     "PathKey",
     "SimilarityOptions",
@@ -84,6 +86,9 @@ def parse_response(raw: str) -> ParseResult:
     whitespace, no ``NaN``/``Infinity`` and nothing else."""
     if not isinstance(raw, str):
         raise TypeError(f"a raw response is a str, not {type(raw).__name__}")
+    deep = text_nesting(raw, MAX_JSON_DEPTH)
+    if deep is not None:  # json.loads recurses per level: refuse first, deterministically
+        return ParseResult(False, None, f"nested more than {MAX_JSON_DEPTH} levels deep (at char {deep})")
     try:
         return ParseResult(True, json.loads(raw, parse_constant=_reject_constant))
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
@@ -127,9 +132,31 @@ def _type_ok(value: Any, type_name: str) -> bool:
     raise ValueError(f"unknown JSON Schema type {type_name!r}")
 
 
-def _keys_and_types(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0) -> bool:
-    if depth > 200:
-        raise ValueError("schema nesting too deep (recursive $ref?)")
+#: Nested checks on one path in keys-and-types mode (3 Python frames each).
+_MAX_HOPS = 200
+
+
+def _keys_and_types(value: Any, schema: Any, root: Mapping[str, Any], depth: int = 0, memo: dict | None = None) -> bool:
+    """Recursive, with a budget: more than ``_MAX_HOPS`` schema and value
+    steps on one path (a very deep value) is no match, and a ``$ref`` cycle
+    back to a pair being decided is no match; each (schema, value) pair is
+    decided once (``anyOf`` of two references to the level below would
+    otherwise double the work per level)."""
+    if memo is None:
+        memo = {}
+    key = (id(schema), id(value))
+    hit = memo.get(key)
+    if hit is not None:
+        return hit[0]
+    if depth > _MAX_HOPS:
+        return False
+    memo[key] = (False, schema, value)  # (a cycle back to this pair is no match; keeps both alive)
+    ok = _keys_and_types_once(value, schema, root, depth, memo)
+    memo[key] = (ok, schema, value)
+    return ok
+
+
+def _keys_and_types_once(value: Any, schema: Any, root: Mapping[str, Any], depth: int, memo: dict) -> bool:
     if schema is True or schema == {}:
         return True
     if schema is False:
@@ -137,12 +164,12 @@ def _keys_and_types(value: Any, schema: Any, root: Mapping[str, Any], depth: int
     if not isinstance(schema, Mapping):
         raise ValueError(f"a schema is an object or a boolean, not {type(schema).__name__}")
     if "$ref" in schema:
-        if not _keys_and_types(value, _resolve_ref(schema["$ref"], root), root, depth + 1):
+        if not _keys_and_types(value, _resolve_ref(schema["$ref"], root), root, depth + 1, memo):
             return False
     for key in ("anyOf", "oneOf"):
-        if key in schema and not any(_keys_and_types(value, s, root, depth + 1) for s in schema[key]):
+        if key in schema and not any(_keys_and_types(value, s, root, depth + 1, memo) for s in schema[key]):
             return False
-    if "allOf" in schema and not all(_keys_and_types(value, s, root, depth + 1) for s in schema["allOf"]):
+    if "allOf" in schema and not all(_keys_and_types(value, s, root, depth + 1, memo) for s in schema["allOf"]):
         return False
     types = schema.get("type")
     if types is None:
@@ -159,17 +186,17 @@ def _keys_and_types(value: Any, schema: Any, root: Mapping[str, Any], depth: int
         if props is not None:
             if set(value) != set(props):
                 return False
-            return all(_keys_and_types(value[k], props[k], root, depth + 1) for k in props)
+            return all(_keys_and_types(value[k], props[k], root, depth + 1, memo) for k in props)
         extra = schema.get("additionalProperties")
         if isinstance(extra, (Mapping, bool)) and extra is not True:
-            return all(_keys_and_types(v, extra, root, depth + 1) for v in value.values())
+            return all(_keys_and_types(v, extra, root, depth + 1, memo) for v in value.values())
         return True
     if isinstance(value, list):
         prefix = schema.get("prefixItems") or []
         items = schema.get("items")
         for i, item in enumerate(value):
             sub = prefix[i] if i < len(prefix) else items
-            if sub is not None and not _keys_and_types(item, sub, root, depth + 1):
+            if sub is not None and not _keys_and_types(item, sub, root, depth + 1, memo):
                 return False
         return True
     return True
@@ -199,9 +226,11 @@ def schema_matches(
         root = schema if isinstance(schema, Mapping) else {}
         return _keys_and_types(value, schema, root)
     if mode == "jsonschema":
-        import jsonschema
+        # formcast.repair's validator: jsonschema with bounded depth, $ref
+        # cycles refused (InvalidSchema) and an evaluation budget.
+        from ..repair.validate import compile_validator
 
-        return jsonschema.Draft202012Validator(schema).is_valid(value)
+        return not compile_validator(schema).validate(value)[1]
     raise ValueError(f"unknown schema-accuracy mode {mode!r} (use 'keys-and-types' or 'jsonschema')")
 
 
@@ -237,14 +266,17 @@ def flatten(value: Any, prefix: PathKey = ()) -> dict[PathKey, Any]:
 
 
 def _flatten_into(value: Any, prefix: PathKey, out: dict[PathKey, Any]) -> None:
-    if isinstance(value, dict) and value:
-        for k, v in value.items():
-            _flatten_into(v, prefix + (k,), out)
-    elif isinstance(value, list) and value:
-        for i, v in enumerate(value):
-            _flatten_into(v, prefix + (i,), out)
-    else:
-        out[prefix] = value
+    # An explicit stack, children pushed in reverse so leaves come out in
+    # document order (as the recursive definition lists them).
+    stack: list[tuple[Any, PathKey]] = [(value, prefix)]
+    while stack:
+        v, p = stack.pop()
+        if isinstance(v, dict) and v:
+            stack.extend((c, p + (k,)) for k, c in reversed(list(v.items())))
+        elif isinstance(v, list) and v:
+            stack.extend((v[i], p + (i,)) for i in range(len(v) - 1, -1, -1))
+        else:
+            out[p] = v
 
 
 def leaf_text(value: Any) -> str:
@@ -340,6 +372,8 @@ class ContentSimilarity:
         self._encoder = encoder
         self.options = options or SimilarityOptions()
         self._cache: dict[str, np.ndarray] = {}
+        # Scores of (prediction, gold) sub-pairs during one alignment.
+        self._pairs: dict[tuple[int, int], tuple[ContentScore, Any, Any]] = {}
 
     @property
     def encoder(self) -> Any:
@@ -399,15 +433,20 @@ class ContentSimilarity:
 
     # -- whole values --------------------------------------------------------
 
-    def _aligned_pred_leaves(self, pred: Any, gold: Any, prefix: PathKey) -> dict[PathKey, Any]:
+    def _aligned_pred_leaves(self, pred: Any, gold: Any, prefix: PathKey, level: int = 0) -> dict[PathKey, Any]:
         """Flatten ``pred`` with its array positions renamed to the gold
         positions they are optimally matched with (unmatched ones get a
-        path component no gold path has)."""
+        path component no gold path has). Recursive along the paths the two
+        values share (``level`` counts the levels above ``pred`` in the
+        whole prediction); below ``MAX_CHECK_DEPTH`` levels arrays are
+        aligned by index."""
+        if level + len(prefix) >= MAX_CHECK_DEPTH:
+            return flatten(pred, prefix)
         if isinstance(pred, dict) and pred and isinstance(gold, dict):
             out: dict[PathKey, Any] = {}
             for k, v in pred.items():
                 if k in gold:
-                    out.update(self._aligned_pred_leaves(v, gold[k], prefix + (k,)))
+                    out.update(self._aligned_pred_leaves(v, gold[k], prefix + (k,), level))
                 else:
                     _flatten_into(v, prefix + (k,), out)
             return out
@@ -417,22 +456,39 @@ class ContentSimilarity:
             scores = np.zeros((len(pred), len(gold)))
             for i, p in enumerate(pred):
                 for j, g in enumerate(gold):
-                    scores[i, j] = self._score_values(p, g).similarity
+                    scores[i, j] = self._pair_score(p, g, level + len(prefix) + 1).similarity
             rows, cols = linear_sum_assignment(scores, maximize=True)
             match = dict(zip(rows.tolist(), cols.tolist()))
             out = {}
             for i, p in enumerate(pred):
                 if i in match:
-                    out.update(self._aligned_pred_leaves(p, gold[match[i]], prefix + (match[i],)))
+                    out.update(self._aligned_pred_leaves(p, gold[match[i]], prefix + (match[i],), level))
                 else:
                     _flatten_into(p, prefix + (f"<unmatched {i}>",), out)
             return out
         return flatten(pred, prefix)
 
-    def _score_values(self, pred: Any, gold: Any) -> ContentScore:
+    def _pair_score(self, pred: Any, gold: Any, level: int) -> ContentScore:
+        """Similarity of two sub-values met while aligning arrays ``level``
+        levels down, computed once per pair (nested arrays would otherwise
+        rescore every sub-pair at every level above it)."""
+        memo = self._pairs
+        key = (id(pred), id(gold))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = (self._score_values(pred, gold, level), pred, gold)
+        return hit[0]
+
+    def _score_values(self, pred: Any, gold: Any, level: int = 0) -> ContentScore:
         gold_leaves = flatten(gold)
         if self.options.array_alignment == "assignment":
-            pred_leaves = self._aligned_pred_leaves(pred, gold, ())
+            if level == 0:
+                try:
+                    pred_leaves = self._aligned_pred_leaves(pred, gold, (), 0)
+                finally:
+                    self._pairs = {}
+            else:
+                pred_leaves = self._aligned_pred_leaves(pred, gold, (), level)
         else:
             pred_leaves = flatten(pred)
         shared = {path: self.leaf_score(pred_leaves[path], gold_leaves[path]) for path in pred_leaves if path in gold_leaves}

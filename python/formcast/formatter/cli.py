@@ -1,4 +1,4 @@
-"""Command line of the formatter: ``format``, ``eval`` and ``data`` subcommands.
+"""Command line of the formatter: ``format``, ``eval``, ``data`` and ``train`` subcommands.
 
 ``register(subparsers)`` adds them to a host parser (formcast's own CLI);
 ``main(argv)`` runs them standalone (``python -m formcast.formatter ...``).

@@ -183,6 +183,8 @@ def webnlg_record(category: str, mtriples: Sequence[str]) -> tuple[dict[str, Any
     triples = [_split_triple(t) for t in mtriples]
     if not triples:
         raise ValueError("empty triple set")
+    if len(triples) > _MAX_TRIPLES:
+        raise ValueError(f"triple set has {len(triples)} triples; at most {_MAX_TRIPLES} are converted")
     by_subject: dict[str, list[tuple[str, str]]] = {}
     for s, p, o in triples:
         by_subject.setdefault(s, []).append((p, o))
@@ -193,7 +195,15 @@ def webnlg_record(category: str, mtriples: Sequence[str]) -> tuple[dict[str, Any
             f"triple set has {len(roots)} root subjects ({', '.join(roots) or 'a cycle'}); expected one"
         )
 
+    budget = [_MAX_EXPANSION]
+
     def build(subject: str, seen: frozenset[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+        # Recursive along a path of subjects (at most _MAX_TRIPLES long); an
+        # object shared by several subjects is expanded at each, so the
+        # total is bounded too.
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ValueError(f"triple set expands to more than {_MAX_EXPANSION} nested objects (objects shared by several subjects)")
         props: dict[str, list[str]] = {}
         for p, o in by_subject[subject]:
             props.setdefault(p, []).append(o)
@@ -241,6 +251,12 @@ def webnlg_record(category: str, mtriples: Sequence[str]) -> tuple[dict[str, Any
     }
     gold = {"category": category, "subject": webnlg_entity(root), "properties": props_gold}
     return schema, gold
+
+
+#: Triples of one WebNLG entry converted (the dataset's entries have at most 7).
+_MAX_TRIPLES = 256
+#: Nested objects one entry may expand to.
+_MAX_EXPANSION = 10_000
 
 
 def _dedupe(items: Iterable[Any]) -> list[Any]:

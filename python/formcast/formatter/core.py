@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Literal, Mapping, Sequence
 
+from .._depth import MAX_CHECK_DEPTH, MAX_JSON_DEPTH, NestingError, check_nesting, loads
 from .backends import (
     Backend,
     BackendError,
@@ -50,11 +51,15 @@ def as_schema(schema: SchemaLike) -> dict[str, Any]:
         raise TypeError(f"{schema.__name__} is not a pydantic model; pass a JSON Schema dict")
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
+            schema = loads(schema)
+        except NestingError as exc:
+            raise ValueError(f"schema string: {exc}") from None
         except json.JSONDecodeError as exc:
             raise ValueError(f"schema string is not JSON: {exc}") from None
     if not isinstance(schema, Mapping):
         raise TypeError(f"a schema is a dict, a JSON string or a pydantic model, not {type(schema).__name__}")
+    # It is serialized into prompts and requests (json.dumps recurses).
+    check_nesting(schema, MAX_JSON_DEPTH, "the schema")  # NestingError is a ValueError
     return dict(schema)
 
 
@@ -201,18 +206,22 @@ class Formatter:
             FormatError: not valid JSON by itself, or not matching the schema.
         """
         try:
-            value = json.loads(raw)
+            # Values deeper than this are not validated by jsonschema nor
+            # printed by json.dumps(indent=...) (both recurse).
+            value = loads(raw, MAX_CHECK_DEPTH)
+        except NestingError as exc:
+            raise FormatError(f"output is not usable JSON: {exc}", raw) from None
         except json.JSONDecodeError as exc:
             raise FormatError(f"output is not valid JSON ({exc.msg} at character {exc.pos})", raw) from None
         if self.validate:
-            import jsonschema
+            # formcast.repair's validator: jsonschema with the value's depth
+            # bounded, $ref cycles refused and an evaluation budget.
+            from ..repair.validate import compile_validator
 
-            s = as_schema(schema)
-            errors = sorted(jsonschema.Draft202012Validator(s).iter_errors(value), key=lambda e: list(e.path))
-            if errors:
-                e = errors[0]
-                where = "/".join(map(str, e.absolute_path)) or "(root)"
-                raise FormatError(f"output does not match the schema at {where}: {e.message}", raw)
+            issues = sorted(compile_validator(as_schema(schema)).validate(value)[1], key=lambda i: i.pointer)
+            if issues:
+                where = issues[0].pointer.lstrip("/") or "(root)"
+                raise FormatError(f"output does not match the schema at {where}: {issues[0].message}", raw)
         return value
 
     def format(self, text: str, schema: SchemaLike) -> Any:

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from .._depth import NestingError, loads
+
 __all__ = ["Example", "DatasetError", "load_jsonl", "iter_jsonl", "write_jsonl", "dataset_name"]
 
 
@@ -74,7 +76,9 @@ def _example_from(record: Any, where: str, default_id: str, default_dataset: str
         raise DatasetError(f"{where}: input_text must be a string, got {type(text).__name__}")
     if isinstance(schema, str):
         try:
-            schema = json.loads(schema)
+            schema = loads(schema)
+        except NestingError as exc:
+            raise DatasetError(f"{where}: json_schema: {exc}") from None
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{where}: json_schema is a string that is not JSON: {exc}") from None
     if not isinstance(schema, dict):
@@ -108,7 +112,9 @@ def iter_jsonl(path: str | Path) -> Iterator[Example]:
                 continue
             where = f"{path}:{lineno}"
             try:
-                record = json.loads(line)
+                record = loads(line)
+            except NestingError as exc:
+                raise DatasetError(f"{where}: {exc}") from None
             except json.JSONDecodeError as exc:
                 raise DatasetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
             ex = _example_from(record, where, f"{name}-{lineno}", name)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from .._depth import loads
 from ..evaluate import ContentSimilarity, EvalResult, SimilarityOptions, evaluate
 from ..evaluate.complexity import MEASURES, mean_profile
 from .backends import BackendError, Completion, TransientBackendError
@@ -117,9 +118,9 @@ def load_predictions(path: Path) -> dict[str, dict[str, Any]]:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = loads(line)  # (NestingError and JSONDecodeError are ValueErrors)
             out[str(record["id"])] = record
-        except (json.JSONDecodeError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError):
             if lineno == len(lines):
                 continue
             raise ValueError(f"{path}:{lineno}: not a prediction record") from None

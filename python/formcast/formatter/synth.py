@@ -35,6 +35,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from .._depth import MAX_CHECK_DEPTH, NestingError, check_nesting
 from ..evaluate.metrics import schema_matches
 from .backends import Backend, BackendError, GenerationRequest, TransientBackendError
 from .data import Example
@@ -192,6 +193,10 @@ def parse_generation(text: str) -> list[Candidate]:
             except json.JSONDecodeError:
                 pos = start + 1
                 continue
+            except RecursionError:  # (the decoder's own guard: nothing deeper is a candidate)
+                out.append(Candidate(None, "a JSON object in the <JSONL> block is nested too deeply"))
+                found = True
+                break
             out.append(Candidate(value))
             found = True
             pos = end
@@ -217,16 +222,29 @@ def stage1_problems(record: Any) -> list[str]:
         problems.append("input_text is not a non-empty string")
     if not isinstance(schema, dict):
         return problems + ["json_schema is not an object"]
+    # A generator's answer is untrusted: bound what jsonschema will walk.
+    for name, value in (("json_schema", schema), ("gold", gold)):
+        try:
+            check_nesting(value, MAX_CHECK_DEPTH, name)
+        except NestingError as exc:
+            return problems + [str(exc)]
     if schema.get("type") != "object" or not isinstance(schema.get("properties"), dict) or not schema["properties"]:
         problems.append('json_schema lacks "type": "object" with non-empty "properties"')
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
         return problems + [f"json_schema is not a valid JSON Schema: {exc.message}"]
-    errors = list(jsonschema.Draft202012Validator(schema).iter_errors(gold))
-    if errors:
-        e = errors[0]
-        problems.append(f"gold does not validate at {'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}")
+    except RecursionError:
+        return problems + ["json_schema is not a valid JSON Schema: too deeply nested to check"]
+    from ..repair.errors import InvalidSchema
+    from ..repair.validate import compile_validator
+
+    try:
+        issues = compile_validator(schema).validate(gold)[1]
+    except InvalidSchema as exc:  # e.g. a $ref cycle
+        return problems + [f"json_schema is not a valid JSON Schema: {exc}"]
+    if issues:
+        problems.append(f"gold does not validate at {issues[0].pointer.lstrip('/') or '(root)'}: {issues[0].message}")
     elif not schema_matches(gold, schema):
         problems.append("gold keys or value types differ from the schema's properties")
     return problems
