@@ -9,4 +9,4 @@ cd "$(dirname "$0")/.."
 cargo test --workspace --exclude formcast-py --locked
 .venv/bin/python -m pytest -q
 # A short fuzzing run of every target (no crash, hang or failed check allowed).
-bash scripts/fuzz.sh "${FUZZ_SECONDS:-15}"
+bash scripts/fuzz.sh "${FUZZ_SECONDS:-30}"
