@@ -67,6 +67,12 @@ impl CompiledGrammar {
     fn num_states(&self) -> usize {
         self.inner.automaton.n_states()
     }
+    /// Width of the logits rows this grammar's masks cover (the vocabulary
+    /// it was compiled for, padding included).
+    #[getter]
+    fn logits_size(&self) -> usize {
+        self.inner.vocab.logits_size
+    }
     fn __repr__(&self) -> String {
         format!("CompiledGrammar(states={}, rules={})", self.inner.automaton.n_states(), self.inner.automaton.rule_start.len())
     }
