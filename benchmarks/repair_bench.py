@@ -1,16 +1,28 @@
-"""Defensive parsing benchmark: success rate and speed on the malformed-output corpus,
-formcast.repair vs json-repair, dirtyjson, the stdlib and the spec's naive regex
-repair; plus formcast's overhead over ``json.loads`` on valid input (its fast path).
+"""Defensive parsing benchmark: how often each parser is right, flags its guess,
+is silently wrong, or fails, on two corpora of malformed model output; and
+formcast's overhead over ``json.loads`` on valid input (its fast path).
 
-    PYTHONPATH=python python benchmarks/repair_bench.py [--quick] [--json out.json]
-    bash benchmarks/repair_bench.sh      # same, peers installed in a throwaway venv
+    bash benchmarks/repair_bench.sh      # peers (json-repair, dirtyjson) in a throwaway venv
+    PYTHONPATH=python python benchmarks/repair_bench.py [--quick] [--cases] [--json out.json]
 
-Scoring on the corpus (34 cases, some marked ambiguous):
-  * unambiguous case: ``ok`` when the value equals the expected one; otherwise
-    ``error`` (raised: a loud failure) or ``WRONG`` (returned another value silently);
-  * ambiguous case: ``ok`` (expected value, flagged as a guess — only formcast can
-    flag), ``unflagged`` (expected value, nothing says it was a guess), ``error``
-    (failed loudly, acceptable) or ``WRONG`` (another value, silently).
+Corpora: ``shared/data/repair/malformed-llm-outputs.jsonl`` (34 cases, whole) and
+formcast's own ``tests/data/repair/corpus.jsonl`` (written by
+``tests/data/repair/make_corpus.py``: hand-written cases plus generated ones).
+A case has one expected reading, or is *ambiguous* with a list of acceptable
+readings. Each parser's result on each case is exactly one of:
+
+* **right**: it returned the expected value (unambiguous case); or, on an
+  ambiguous case, one of the acceptable readings *and* marked it as a guess.
+* **flagged**: it returned something else but marked the result (formcast:
+  ``report.guessed`` or ``report.truncated``; a caller can refuse it with
+  ``guesses="reject"`` / ``allow_truncated=False``).
+* **silently wrong**: it returned a value that is not right, with no mark: a
+  different value on an unambiguous case, or any unmarked pick on an ambiguous
+  one (the "ambiguous, unmarked" count says how many of those picks were one of
+  the acceptable readings). Peers cannot mark a result, so every value of theirs
+  that is not the expected one lands here.
+* **error**: it raised (json-repair's empty-string answer for "nothing found"
+  counts as an error too).
 
 Timings are the minimum over interleaved rounds (the machine is shared), per call.
 """
@@ -32,6 +44,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "data" / "repair" / "malformed-llm-outputs.jsonl"
+OWN_CORPUS = ROOT / "tests" / "data" / "repair" / "corpus.jsonl"
 
 try:
     import formcast.repair as fr
@@ -96,38 +109,60 @@ def _plain(v: Any) -> Any:
     return v
 
 
+def load_corpus(path: Path) -> list[dict[str, Any]]:
+    """Cases in one shape: ``readings`` (acceptable values) and ``ambiguous``."""
+    cases = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            c = json.loads(line)
+            c.setdefault("shape", c.get("category", ""))
+            c["readings"] = c["readings"] if c["ambiguous"] and "readings" in c else [c["expected"]]
+            cases.append(c)
+    return cases
+
+
+VERDICTS = ("right", "flagged", "silently wrong", "error")
+
+
+def verdict(res: Any, marked: bool, case: dict[str, Any]) -> str:
+    """One of VERDICTS for a returned value (see the module docstring)."""
+    res = _plain(res)
+    if not case["ambiguous"]:
+        if res == case["readings"][0]:
+            return "right"
+    elif marked and res in case["readings"]:
+        return "right"
+    return "flagged" if marked else "silently wrong"
+
+
 def score(name: str, fn: Callable[[str], Any], cases: list[dict[str, Any]]) -> dict[str, Any]:
-    per_case = {}
+    per_case: dict[int, tuple[str, str]] = {}
+    unmarked_acceptable = 0
+    needless_flags = 0
     for c in cases:
         try:
             res = fn(c["input"])
         except Exception as e:  # peers raise anything; all of it counts as a loud failure
             per_case[c["id"]] = ("error", type(e).__name__)
             continue
-        flagged = False
+        marked = False
         if isinstance(res, fr.ParseResult):
-            flagged = res.report.guessed
+            marked = res.report.guessed or res.report.truncated
+            needless_flags += res.report.guessed and not c["ambiguous"] and _plain(res.data) == c["readings"][0]
             res = res.data
-        res = _plain(res)
-        if res == c["expected"]:
-            verdict = "ok" if (not c["ambiguous"] or flagged) else "unflagged"
-        else:
-            verdict = "WRONG"
-        per_case[c["id"]] = (verdict, json.dumps(res, ensure_ascii=False)[:60])
-    unamb = [c for c in cases if not c["ambiguous"]]
-    amb = [c for c in cases if c["ambiguous"]]
-    count = lambda group, v: sum(per_case[c["id"]][0] == v for c in group)  # noqa: E731
+        elif name.startswith("json-repair") and res == "" and c["input"].strip() not in ('""', "''"):
+            per_case[c["id"]] = ("error", "nothing found")
+            continue
+        v = verdict(res, marked, c)
+        unmarked_acceptable += v == "silently wrong" and c["ambiguous"] and _plain(res) in c["readings"]
+        per_case[c["id"]] = (v, json.dumps(_plain(res), ensure_ascii=False, default=str)[:60])
+    counts = {v: sum(x[0] == v for x in per_case.values()) for v in VERDICTS}
     return {
         "name": name,
-        "unambiguous_ok": count(unamb, "ok"),
-        "unambiguous_total": len(unamb),
-        "unambiguous_error": count(unamb, "error"),
-        "unambiguous_wrong": count(unamb, "WRONG"),
-        "ambiguous_flagged": count(amb, "ok"),
-        "ambiguous_unflagged": count(amb, "unflagged"),
-        "ambiguous_error": count(amb, "error"),
-        "ambiguous_wrong": count(amb, "WRONG"),
-        "ambiguous_total": len(amb),
+        "total": len(cases),
+        **counts,
+        "ambiguous_unmarked": unmarked_acceptable,
+        "needless_flags": needless_flags,
         "cases": per_case,
     }
 
@@ -182,7 +217,12 @@ def overhead(samples: int, sample_seconds: float) -> list[dict[str, Any]]:
     try:
         for label, text in valid_documents().items():
             assert fr.parse(text).report.clean
-            calls = {"json.loads": lambda t=text: json.loads(t), "fr.parse": lambda t=text: fr.parse(t), "fr.loads": lambda t=text: fr.loads(t)}
+            calls = {
+                "json.loads": lambda t=text: json.loads(t),
+                "fr.parse": lambda t=text: fr.parse(t),
+                "fr.loads": lambda t=text: fr.loads(t),
+                "fr.parse+report": lambda t=text: fr.parse(t).report,
+            }
             t0 = time.perf_counter()
             for _ in range(10):
                 json.loads(text)
@@ -205,6 +245,8 @@ def overhead(samples: int, sample_seconds: float) -> list[dict[str, Any]]:
                     "loads_us": best["fr.loads"] * 1e6,
                     "parse_overhead_pct": 100 * (best["fr.parse"] - base) / base,
                     "loads_overhead_pct": 100 * (best["fr.loads"] - base) / base,
+                    "report_us": best["fr.parse+report"] * 1e6,
+                    "report_overhead_pct": 100 * (best["fr.parse+report"] - base) / base,
                 }
             )
     finally:
@@ -213,54 +255,63 @@ def overhead(samples: int, sample_seconds: float) -> list[dict[str, Any]]:
     return rows
 
 
+def print_table(title: str, cases: list[dict[str, Any]], ps: dict[str, tuple[Callable[[str], Any], str]], rounds: int, loops: int, show_cases: bool) -> list[dict[str, Any]]:
+    amb = sum(c["ambiguous"] for c in cases)
+    print(f"# {title}: {len(cases)} cases ({len(cases) - amb} with one reading, {amb} ambiguous)")
+    results = [score(name, fn, cases) for name, (fn, _v) in ps.items()]
+    speeds = speed_corpus(ps, cases, rounds, loops)
+    hdr = f"{'parser':<20} {'version':<9} {'right':>7} {'flagged':>8} {'silently wrong':>15} {'error':>6}   {'ambiguous, unmarked':>19} {'us/case':>9}"
+    print(hdr)
+    print("-" * len(hdr))
+    for r in results:
+        name = r["name"]
+        print(
+            f"{name:<20} {ps[name][1]:<9} {r['right']:>7} {r['flagged']:>8} {r['silently wrong']:>15} {r['error']:>6}   {r['ambiguous_unmarked']:>19} {speeds[name] * 1e6:>9.1f}"
+        )
+        r["us_per_case"] = speeds[name] * 1e6
+        r["version"] = ps[name][1]
+    fc = results[0]
+    print(f"formcast: {fc['needless_flags']} right answers on unambiguous cases carried a guess flag they did not need")
+    if show_cases:
+        print("\n# Per case")
+        for c in cases:
+            verdicts = "  ".join(f"{r['name'].split()[0]}={r['cases'][c['id']][0]}" for r in results)
+            print(f"{c['id']:>3} {c['shape']:<26}{'(amb) ' if c['ambiguous'] else '      '}{verdicts}")
+    print()
+    return results
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="fewer rounds (a smoke run)")
     ap.add_argument("--json", type=Path, help="also write the results here")
     ap.add_argument("--cases", action="store_true", help="print the verdict of every parser on every case")
     args = ap.parse_args(argv)
-    if not CORPUS.exists():
-        print(f"corpus not found: {CORPUS}", file=sys.stderr)
-        return 2
-    cases = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for path in (CORPUS, OWN_CORPUS):
+        if not path.exists():
+            print(f"corpus not found: {path}", file=sys.stderr)
+            return 2
     ps = parsers()
-    rounds, loops = (3, 5) if args.quick else (15, 20)
+    rounds, loops = (3, 2) if args.quick else (7, 5)
     samples, sample_seconds = (20, 0.002) if args.quick else (150, 0.002)
 
-    print(f"# Defensive parsing on {CORPUS.name} ({len(cases)} cases; {sum(c['ambiguous'] for c in cases)} ambiguous)")
     print(f"# Python {platform.python_version()} on {platform.machine()}; timings: min of {rounds} interleaved rounds\n")
-    results = [score(name, fn, cases) for name, (fn, _v) in ps.items()]
-    speeds = speed_corpus(ps, cases, rounds, loops)
-    hdr = f"{'parser':<20} {'version':<9} {'unambiguous ok':>15} {'loud err':>9} {'WRONG':>6}   {'ambiguous: flagged/unflagged/err/WRONG':>39} {'us/case':>9}"
-    print(hdr)
-    print("-" * len(hdr))
-    for r in results:
-        name = r["name"]
-        amb = f"{r['ambiguous_flagged']}/{r['ambiguous_unflagged']}/{r['ambiguous_error']}/{r['ambiguous_wrong']} of {r['ambiguous_total']}"
-        print(
-            f"{name:<20} {ps[name][1]:<9} {r['unambiguous_ok']:>8}/{r['unambiguous_total']:<2} ({100 * r['unambiguous_ok'] / r['unambiguous_total']:3.0f}%)"
-            f" {r['unambiguous_error']:>6} {r['unambiguous_wrong']:>6}   {amb:>39} {speeds[name] * 1e6:>9.1f}"
-        )
-        r["us_per_case"] = speeds[name] * 1e6
-        r["version"] = ps[name][1]
-    if args.cases:
-        print("\n# Per case")
-        for c in cases:
-            verdicts = "  ".join(f"{r['name'].split()[0]}={r['cases'][c['id']][0]}" for r in results)
-            print(f"{c['id']:>2} {c['category']:<34}{'(amb) ' if c['ambiguous'] else '      '}{verdicts}")
+    shared = print_table(f"shared corpus {CORPUS.name}", load_corpus(CORPUS), ps, rounds, loops, args.cases)
+    own = print_table(f"formcast corpus {OWN_CORPUS.relative_to(ROOT)}", load_corpus(OWN_CORPUS), ps, rounds, loops, args.cases)
 
     rows = overhead(samples, sample_seconds)
-    print(f"\n# Valid input: formcast.repair fast path vs json.loads (same text; min of {samples} interleaved ~{sample_seconds * 1e3:.0f} ms samples)")
-    print(f"{'document':<26} {'bytes':>8} {'json.loads':>11} {'fr.parse':>10} {'overhead':>9} {'fr.loads':>10} {'overhead':>9}")
+    print(f"# Valid input: formcast.repair fast path vs json.loads (same text; min of {samples} interleaved ~{sample_seconds * 1e3:.0f} ms samples)")
+    print("# fr.parse+report also reads the report (its first read checks for duplicate keys, which json.loads collapses silently)")
+    print(f"{'document':<26} {'bytes':>8} {'json.loads':>11} {'fr.parse':>10} {'overhead':>9} {'fr.loads':>10} {'overhead':>9} {'parse+report':>13} {'overhead':>9}")
     for row in rows:
         print(
             f"{row['document']:<26} {row['bytes']:>8} {row['json.loads_us']:>9.2f}us {row['parse_us']:>8.2f}us {row['parse_overhead_pct']:>+8.1f}%"
-            f" {row['loads_us']:>8.2f}us {row['loads_overhead_pct']:>+8.1f}%"
+            f" {row['loads_us']:>8.2f}us {row['loads_overhead_pct']:>+8.1f}% {row['report_us']:>11.2f}us {row['report_overhead_pct']:>+8.1f}%"
         )
     med = statistics.median(r["parse_overhead_pct"] for r in rows[1:])
     print(f"\nmedian fr.parse overhead on documents of 300 B and up: {med:+.1f}% (target: under 10%)")
     if args.json:
-        args.json.write_text(json.dumps({"corpus": results, "valid_overhead": rows}, indent=2, ensure_ascii=False))
+        args.json.write_text(json.dumps({"shared_corpus": shared, "own_corpus": own, "valid_overhead": rows}, indent=2, ensure_ascii=False, default=str))
         print(f"wrote {args.json}")
     return 0
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Defensive-parsing benchmark with its peers (json-repair, dirtyjson) installed in a
-# throwaway venv, so they need not be project dependencies.
+# Defensive-parsing benchmark: formcast.repair vs json-repair and dirtyjson on the
+# shared corpus and on tests/data/repair/corpus.jsonl (right / flagged / silently
+# wrong / error, defined in repair_bench.py), plus the valid-JSON fast path.
+# The peers go in a throwaway venv, so they need not be project dependencies.
 #   bash benchmarks/repair_bench.sh [--quick] [--cases] [--json out.json]
 # VENV=... to reuse a venv elsewhere; PYTHON=... to pick the interpreter.
 set -euo pipefail

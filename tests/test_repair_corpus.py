@@ -102,3 +102,69 @@ def test_trailing_prose_with_braces_chooses_the_first_candidate() -> None:
     assert res.report.chosen == 0
     assert len(res.report.candidates) == 2
     assert res.report.candidates[0].outcome == "chosen"
+
+
+# -- formcast's own corpus (tests/data/repair, written by make_corpus.py) ---------------
+
+OWN = Path(__file__).resolve().parent / "data" / "repair"
+OWN_CASES = [json.loads(line) for line in (OWN / "corpus.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+# Cases formcast fails on loudly, by shape (an error is allowed by the contract; these say where it gives up).
+KNOWN_ERRORS = {"stray_punctuation"}
+
+
+def _own_id(case: dict) -> str:
+    return f"{case['id']:03d}-{case['shape']}"
+
+
+def test_own_corpus_is_what_the_generator_writes() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, str(OWN / "make_corpus.py"), "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert len(OWN_CASES) >= 200
+    assert {"hand", "generated"} == {c["source"] for c in OWN_CASES}
+
+
+@pytest.mark.parametrize("case", OWN_CASES, ids=_own_id)
+def test_own_corpus_case_is_right_or_marked_never_silently_wrong(case: dict) -> None:
+    readings = case["readings"] if case["ambiguous"] else [case["expected"]]
+    try:
+        res = fr.parse(case["input"])
+    except fr.RepairError:
+        assert case["shape"] in KNOWN_ERRORS, f"unexpected failure on {case['input']!r}"
+        return
+    if case["ambiguous"]:
+        # Two readings are plausible: the pick must say it is a guess.
+        assert res.report.guessed, res.report.lines()
+        assert res.data in readings, (res.data, readings)
+    else:
+        assert res.data == readings[0], (res.data, res.report.lines())
+        assert not res.report.guessed, res.report.lines()  # one reading: no needless flag
+
+
+@pytest.mark.parametrize("case", [c for c in OWN_CASES if c["ambiguous"]], ids=_own_id)
+def test_own_corpus_ambiguous_case_is_refused_when_guesses_are_rejected(case: dict) -> None:
+    with pytest.raises(fr.GuessRejected) as e:
+        fr.parse(case["input"], guesses="reject")
+    assert e.value.report.guesses or "judgement call" in str(e.value)
+
+
+def test_every_fix_follows_its_class() -> None:
+    # FIX_CLASSES is the written contract: a mechanical kind is never a guess, a
+    # judgement kind always is. Checked on every fix the two corpora produce.
+    assert set(fr.FIX_CLASSES) == set(fr.FIX_KINDS)
+    seen: set[str] = set()
+    for case in CASES + OWN_CASES:
+        try:
+            fixes = fr.parse(case["input"]).report.fixes
+        except fr.RepairError as e:
+            fixes = e.report.fixes
+        for f in fixes:
+            assert f.kind in fr.FIX_KINDS, f
+            seen.add(f.kind)
+            if fr.FIX_CLASSES[f.kind] == "mechanical":
+                assert not f.guess, (case["input"], f)
+            elif fr.FIX_CLASSES[f.kind] == "judgement":
+                assert f.guess, (case["input"], f)
+    assert {"missing_quote", "continuation", "duplicate_key", "candidate", "unescaped_quote", "truncated"} <= seen

@@ -57,10 +57,82 @@ def test_first_candidate_that_validates_wins_and_report_says_which() -> None:
     assert "candidate 2 of 2" in res.report.stages["extract"]
 
 
-def test_without_schema_the_first_parsable_candidate_wins() -> None:
+def test_several_values_are_a_guess_the_first_kept() -> None:
     res = fr.parse('{"a": 1} then {"b": 2}')
     assert res.data == {"a": 1}
     assert res.report.chosen == 0
+    [g] = res.report.guesses
+    assert g.kind == "candidate" and "2 values" in g.message
+    with pytest.raises(fr.GuessRejected):
+        fr.parse('{"a": 1} then {"b": 2}', guesses="reject")
+
+
+def test_a_schema_that_accepts_one_of_several_values_decides_without_a_guess() -> None:
+    text = '{"sentiment": "maybe"} or rather {"sentiment": "neutral", "confidence": 0.5}'
+    res = fr.parse(text, SENTIMENT)
+    assert res.data == {"sentiment": "neutral", "confidence": 0.5}
+    assert not res.report.guessed
+    [c] = [f for f in res.report.fixes if f.kind == "candidate"]
+    assert "only one that matches the schema" in c.message
+    # Both valid: a guess again.
+    two = '{"sentiment": "neutral", "confidence": 0.5} or {"sentiment": "positive", "confidence": 0.7}'
+    assert fr.parse(two, SENTIMENT).report.guessed
+
+
+def test_text_after_a_value_that_continues_it_is_merged_as_a_guess() -> None:
+    res = fr.parse('{"key": "value"}, "key2": "value2"}')
+    assert res.data == {"key": "value", "key2": "value2"}
+    assert [g.kind for g in res.report.guesses] == ["continuation"]
+    assert res.report.guesses[0].offset == 15  # the early '}'
+    assert fr.parse("[1, 2], 3]").data == [1, 2, 3]
+    with pytest.raises(fr.GuessRejected):
+        fr.parse('{"key": "value"}, "key2": "value2"}', guesses="reject")
+
+
+def test_text_after_a_value_that_does_not_fit_is_dropped_as_a_guess_with_its_offset() -> None:
+    res = fr.parse('{"a": 1}, {{{')
+    assert res.data == {"a": 1}
+    [g] = res.report.guesses
+    assert g.kind == "trailing_text" and g.offset == 8
+    # Prose is just dropped (and reported where it starts).
+    res = fr.parse('{"a": 1}\nHope this helps!')
+    assert not res.report.guessed
+    [p] = res.report.stage("extract")
+    assert p.kind == "prose" and p.offset == 9
+
+
+def test_a_fence_inside_a_string_is_never_the_value() -> None:
+    res = fr.parse('{"a": "\n```{}```\n"\n",\n b: "x",\n}')
+    assert res.data != {}
+    assert res.report.guessed
+    assert fr.parse('{"doc": "see ```json\n{\\"k\\": 1}\n```", "n": 1,}').data == {"doc": 'see ```json\n{"k": 1}\n```', "n": 1}
+
+
+def test_a_quote_that_could_end_a_string_is_a_guess_either_way() -> None:
+    # A regex with a quote: ending the string at it leaves '", "x"]' unreadable.
+    res = fr.parse('["^\\s*path\\(\\s*[\'"]", "x"]')
+    assert res.data == ["^\\s*path\\(\\s*['\"]", "x"]
+    assert [g.kind for g in res.report.guesses] == ["unescaped_quote"]
+    # A lost closing quote before the next key: the structural reading, as a guess.
+    res = fr.parse('{"city": "New York, "gender": "male"}')
+    assert res.data == {"city": "New York", "gender": "male"}
+    assert [g.kind for g in res.report.guesses] == ["missing_quote"]
+    # A quote followed by a letter cannot end the string: content, no guess.
+    res = fr.parse('{"q": "She said "hi" twice",}')
+    assert res.data == {"q": 'She said "hi" twice'} and not res.report.guessed
+
+
+def test_duplicate_keys_are_reported_on_the_fast_path_too() -> None:
+    res = fr.parse('[{"key": "first", "key": "second"}]')  # valid JSON: json.loads keeps the last silently
+    assert res.data == [{"key": "second"}]
+    [g] = res.report.guesses
+    assert g.kind == "duplicate_key" and g.pointer == "/0/key"
+    assert res.guessed and res.report.fast_path
+    with pytest.raises(fr.GuessRejected):
+        fr.parse('[{"key": "first", "key": "second"}]', guesses="reject")
+    same = fr.parse('{"a": 1, "a": 1}')
+    assert same.report.kinds() == ["duplicate_key"] and not same.guessed
+    assert fr.parse('{"a": 1, "b": 2}').report.clean
 
 
 def test_mechanical_candidate_beats_an_earlier_one_that_needs_a_guess() -> None:
@@ -109,7 +181,7 @@ def test_bom_and_bytes_input() -> None:
     [
         ('{"a": 1,}', {"a": 1}, "trailing_comma"),
         ("[1, 2,]", [1, 2], "trailing_comma"),
-        ("[,1,,2]", [1, 2], "extra_comma"),
+        ("[1,,2]", [1, 2], "extra_comma"),
         ('{"a": 1 "b": 2}', {"a": 1, "b": 2}, "missing_comma"),
         ('{"a" 1}', {"a": 1}, "missing_colon"),
         ('{"a": 1 /* c */, // d\n "b": 2 # e\n}', {"a": 1, "b": 2}, "comment"),
@@ -151,6 +223,10 @@ def test_inner_quote_before_a_comma_that_is_prose_stays_content() -> None:
     ("text", "expected", "kind"),
     [
         ('{"a": 0x10}', {"a": 16}, "hex_number"),
+        ("[,1]", [1], "extra_comma"),  # or '[], 1': the '[' may have lost its ']'
+        ('{"name": "John", "city": "New York, "age": 30}', {"name": "John", "city": "New York", "age": 30}, "missing_quote"),
+        ('[{"key": "first", "key": "second"}]', [{"key": "second"}], "duplicate_key"),
+        ('{"a": {"key": 1, "key": 2},}', {"a": {"key": 2}}, "duplicate_key"),
         ('{"a": 007}', {"a": 7}, "leading_zeros"),
         ('{"a": negative}', {"a": "negative"}, "bare_string"),
         ('{"a": "cut', {"a": "cut"}, "truncated"),

@@ -52,6 +52,8 @@ def _quote_may_stay_raw(content: str, i: int) -> bool:
     the first character: '""A"' reads as an empty string followed by junk."""
     if i == 0:
         return False
+    if content[:i].rstrip().endswith(","):
+        return False  # 'x, "word': the string may have lost its closing quote (a guess)
     m = _WORD_AFTER.match(content, i + 1)
     if m is None:
         return False

@@ -8,9 +8,28 @@ The pipeline (every stage logs what it touched in a :class:`Report`)::
     res.value                           # the value (a model instance for pydantic)
     log.info(res.report.summary())      # e.g. "repaired: code_fence, trailing_comma"
 
-Syntax is repaired mechanically; semantics never silently: a near-miss enum value
-or a wrong type is a :class:`ValidationFailed` unless a coercion is explicitly
-enabled (``coerce={"enum"}``), and then it is logged as a guess.
+The contract: every result is the only reasonable reading of the text, or it is
+marked, or it is an error.
+
+* **Mechanical** repairs have one reading (a trailing comma, a comment, ``True``,
+  single quotes, a bare key, a raw newline in a string, a fence or prose around
+  the value...). They are logged, not flagged.
+* **Judgement** repairs are choices between plausible readings: a string's lost
+  closing quote (``"New York, "gender": "male"``), a quote that could end a
+  string read as content, text after a value that continues it
+  (``{"a": 1}, "b": 2}``), several values in one reply, a key repeated with
+  different values, a bare word read as a string, a cut inside a token. Each is
+  a :class:`Fix` with ``guess=True``: ``report.guessed`` is set, and
+  ``guesses="reject"`` raises :class:`GuessRejected` instead of returning it.
+* **Truncation** between values (``max_tokens``) closes the open containers and
+  sets ``report.truncated``; ``allow_truncated=False`` raises instead.
+* Everything else is an **error**: a :class:`RepairError` subclass carrying the
+  report (:class:`ExtractionError`, :class:`UnrepairableError`, ...).
+
+:data:`FIX_CLASSES` says for each kind of fix which it is (and, for kinds that
+can be either, when it is a guess). Semantics are never changed silently: a
+near-miss enum value or a wrong type is a :class:`ValidationFailed` unless a
+coercion is explicitly enabled (``coerce={"enum"}``), and then it is a guess.
 
 Also here: :func:`structured` (an OpenAI-compatible client that climbs down the
 rungs and re-asks with the validator's message), :class:`JsonStream` (partial
@@ -33,7 +52,7 @@ from .errors import (
 from .extract import Candidate, find_candidates
 from .fix import Repaired, repair_json
 from .pipeline import ParseResult, RepairOptions, loads, parse
-from .report import FIX_KINDS, CandidateRecord, Fix, Issue, Report
+from .report import FIX_CLASSES, FIX_KINDS, CandidateRecord, Fix, Issue, Report
 from .stream import JsonStream, iter_partial, parse_partial
 from .tags import TagNode, TagStream, parse_tags
 from .validate import COERCIONS, Validator, compile_validator, validate
@@ -49,6 +68,7 @@ __all__ = [
     "Issue",
     "CandidateRecord",
     "FIX_KINDS",
+    "FIX_CLASSES",
     # stages, usable on their own
     "find_candidates",
     "Candidate",

@@ -7,6 +7,7 @@ validation); only a failed strict parse pays for extraction and repair.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -19,7 +20,7 @@ from .errors import (
     ValidationFailed,
 )
 from .extract import Candidate, find_candidates, find_fences
-from .fix import GuessNeeded, Repaired, RepairFailed, repair_json
+from .fix import _TAIL_QUOTES, RepairFailed, quote_tail, repair_json
 from .report import CandidateRecord, Fix, Issue, Report
 from .validate import COERCIONS, Validator, compile_validator
 
@@ -83,34 +84,36 @@ class ParseResult:
     """A parsed (and, with a schema, validated) value plus the report of what was done.
 
     ``value`` is typed (a model instance for a pydantic model); ``data`` is the plain
-    JSON value. ``report`` is built lazily on the fast path.
+    JSON value. ``report`` is built lazily on the fast path: valid JSON is decoded
+    once, at ``json.loads`` speed, and the check for duplicate keys (which
+    ``json.loads`` collapses silently, keeping the last) runs when the report, or
+    ``guessed``/``repaired``, is first read.
     """
 
-    __slots__ = ("value", "data", "_report", "_text")
+    __slots__ = ("value", "data", "_report", "_text", "_lax")
 
-    def __init__(self, value: Any, data: Any, report: Report | None, text: str = "") -> None:
+    def __init__(self, value: Any, data: Any, report: Report | None, text: str = "", lax: bool = False) -> None:
         self.value = value
         self.data = data
         self._report = report
         self._text = text  # only for the lazy fast-path report (a reference, not a copy)
+        self._lax = lax
 
     @property
     def report(self) -> Report:
         if self._report is None:
-            self._report = Report(
-                input_chars=len(self._text),
-                fast_path=True,
-                stages={"extract": "whole text", "repair": "none needed", "parse": "ok"},
-            )
+            self._report = _fast_report(self._text, self._lax)
         return self._report
 
     @property
     def repaired(self) -> bool:
-        return self._report is not None and self._report.repaired
+        """True when anything beyond a strict parse was done or decided."""
+        return self.report.repaired
 
     @property
     def guessed(self) -> bool:
-        return self._report is not None and self._report.guessed
+        """True when the value rests on a judgement call (see ``report.guesses``)."""
+        return self.report.guessed
 
     @property
     def truncated(self) -> bool:
@@ -118,6 +121,17 @@ class ParseResult:
 
     def __repr__(self) -> str:
         return f"ParseResult(value={self.value!r}, report={self.report.summary()!r})"
+
+
+def _fast_report(text: str, lax: bool) -> Report:
+    """The report of a strict parse: clean, unless keys were duplicated."""
+    report = Report(input_chars=len(text), fast_path=True, stages={"extract": "whole text", "repair": "none needed", "parse": "ok"})
+    if ":" in text:  # else no key at all
+        _, dups = decode_checked(text, "float" if lax else "null", None)
+        if dups:
+            report.fixes = dups
+            report.stages["parse"] = f"ok; {len(dups)} duplicate key{'s' if len(dups) > 1 else ''} (the last value kept)"
+    return report
 
 
 # Compiled validators, keyed by the schema object's identity. The schema is kept
@@ -177,17 +191,22 @@ def parse(text: str | bytes, schema: Any = None, *, options: RepairOptions | Non
             data = (_LAX if opts.nonfinite == "float" else _STRICT).decode(text)
         except (ValueError, RecursionError):
             return _slow(text, None if schema is None else _validator(schema), opts)
+        if opts.guesses == "reject":
+            report = _fast_report(text, opts.nonfinite == "float")
+            if report.guessed:
+                report.stages["repair"] = "guess needed (guesses='reject')"
+                raise GuessRejected(f"repair needs a judgement call and guesses='reject': {report.guesses[0].message}", report, report.guesses)
+    lax = opts.nonfinite == "float"
     # Valid JSON: at most a validation left to do.
     if type(data) is str and opts.unwrap_double_encoded and _looks_like_container(data):
         return _slow(text, None if schema is None else _validator(schema), opts, data)
     if schema is None:
-        return ParseResult(data, data, None, text)
+        return ParseResult(data, data, None, text, lax)
     validator = _validator(schema)
     value, issues = validator.validate(data)
     if not issues:
-        return ParseResult(value, data, None, text)
-    report = Report(input_chars=len(text), fast_path=True, stages={"extract": "whole text", "repair": "none needed", "parse": "ok"})
-    return _finish_invalid(data, issues, validator, opts, report)
+        return ParseResult(value, data, None, text, lax)
+    return _finish_invalid(data, issues, validator, opts, _fast_report(text, lax))
 
 
 def loads(text: str | bytes, schema: Any = None, **options: Any) -> Any:
@@ -207,13 +226,16 @@ def loads(text: str | bytes, schema: Any = None, **options: Any) -> Any:
 
 
 class _Outcome:
-    __slots__ = ("data", "fixes", "truncated", "end")
+    __slots__ = ("data", "fixes", "truncated", "end", "guessed", "value", "issues")
 
-    def __init__(self, data: Any, fixes: list[Fix], truncated: bool, end: int | None = None) -> None:
+    def __init__(self, data: Any, fixes: list[Fix], truncated: bool, end: int) -> None:
         self.data = data
         self.fixes = fixes
         self.truncated = truncated
-        self.end = end  # set when repair found the value's end beyond the scanned span
+        self.end = end  # where the value (and what was read with it) ends in the text
+        self.guessed = False  # needed a judgement call (pass 2)
+        self.value: Any = data  # typed value once validated
+        self.issues: list[Issue] = []
 
 
 def _finish_invalid(data: Any, issues: list[Issue], validator: Validator, opts: RepairOptions, report: Report) -> ParseResult:
@@ -234,63 +256,245 @@ def _finish_invalid(data: Any, issues: list[Issue], validator: Validator, opts: 
     raise ValidationFailed(issues, data, report)
 
 
-def _decode(text: str, nonfinite: str) -> Any:
-    return (_LAX if nonfinite == "float" else _STRICT).decode(text)
+def _pointer_token(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
 
 
-def _try_candidate(text: str, cand: Candidate, opts: RepairOptions, allow_guesses: bool) -> _Outcome | str:
-    """Strict parse, else repair then strict parse. Returns the outcome or why it failed."""
+def decode_checked(text: str, nonfinite: str = "null", offset: int | None = None) -> tuple[Any, list[Fix]]:
+    """Strictly decode JSON ``text`` and report duplicate keys (the last value is
+    kept, as ``json.loads`` keeps it), located by JSON pointer: a guess when the
+    values differ."""
+    dups: list[tuple[dict, list[tuple[str, int, bool]]]] = []
+
+    def pairs_hook(pairs: list[tuple[str, Any]]) -> dict:
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            counts: dict[str, int] = {}
+            differ: set[str] = set()
+            for k, v in pairs:
+                counts[k] = counts.get(k, 0) + 1
+                if v != d[k] or type(v) is not type(d[k]):
+                    differ.add(k)
+            dups.append((d, [(k, n, k in differ) for k, n in counts.items() if n > 1]))
+        return d
+
+    dec = json.JSONDecoder(object_pairs_hook=pairs_hook, **({} if nonfinite == "float" else {"parse_constant": _reject_constant}))
+    data = dec.decode(text)
+    if not dups:
+        return data, []
+    targets = {id(d): names for d, names in dups}
+    fixes: list[Fix] = []
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:  # iterative: the value may be deep
+        v, ptr = stack.pop()
+        if isinstance(v, dict):
+            for name, n, differ in targets.get(id(v), ()):
+                if differ:
+                    fixes.append(Fix("parse", "duplicate_key", f"key {name!r} appears {n} times in one object with different values; the last is kept", offset, f"{ptr}/{_pointer_token(name)}", True))
+                else:
+                    fixes.append(Fix("parse", "duplicate_key", f"key {name!r} appears {n} times in one object, with the same value", offset, f"{ptr}/{_pointer_token(name)}"))
+            stack.extend((x, f"{ptr}/{_pointer_token(k)}") for k, x in v.items() if isinstance(x, (dict, list)))
+        else:
+            stack.extend((x, f"{ptr}/{i}") for i, x in enumerate(v) if isinstance(x, (dict, list)))
+    fixes.sort(key=lambda f: f.pointer or "")
+    return data, fixes
+
+
+def _skip_ws(text: str, k: int, bound: int) -> int:
+    while k < bound and text[k] in " \t\r\n":
+        k += 1
+    return k
+
+
+# Text after a value with a quote before JSON punctuation, or ending its line in a closer.
+_WORD_RE = re.compile(r"[^\W\d_]{2,}")
+_LITERAL_WORDS = ("null", "true", "false", "none", "nan", "infinity")
+# Text after a value that starts with another value: a literal or a number.
+_VALUE_AHEAD_RE = re.compile(r"(?:null|true|false|None|True|False|NaN|-?\.?\d)(?![A-Za-z])")
+_STRUCTURED_TAIL_RE = re.compile("[\"'\u201d\u2019][ \t]*[,:\\]}]|[\\]}][ \t]*$")
+_IDENT_COLON_RE = re.compile(r"[A-Za-z_$][\w$-]*[ \t]*[:=]")
+_MAX_MERGES = 8
+
+
+def _read_candidate(text: str, cand: Candidate, opts: RepairOptions) -> _Outcome | str:
+    """The value at ``cand`` (strict parse, else repair), without what follows it."""
     sub = text[cand.start : cand.end]
-    if cand.closed and sub != text.strip():  # the whole text already failed strictly
+    region_end = cand.region_end if cand.region_end is not None else cand.end
+    if cand.closed and sub != text.strip():  # (the whole text already failed strictly)
         try:
-            return _Outcome(_decode(sub, opts.nonfinite), [], False)
+            data, dups = decode_checked(sub, opts.nonfinite, cand.start)
         except (ValueError, RecursionError):
             pass
-    rep: Repaired | None
+        else:
+            if not quote_tail(text, cand.end, region_end):
+                return _Outcome(data, dups, False, cand.end)
+    whole = cand.source == "whole"
     try:
-        # An unclosed span runs to the end of its region: the value may end earlier.
-        rep = repair_json(sub, nonfinite=opts.nonfinite, allow_guesses=allow_guesses, offset=cand.start, stop_at_end=not cand.closed)
-    except GuessNeeded as g:
-        rep, why = None, f"needs a guess: {g.fix.message}"
+        rep = repair_json(text[cand.start : region_end], nonfinite=opts.nonfinite, offset=cand.start, stop_at_end=not whole)
     except RepairFailed as e:
-        rep, why = None, f"unrepairable: {e}"
-    if (rep is None or rep.truncated) and cand.closed and cand.region_end is not None and cand.region_end > cand.end:
-        # The bracket scan and the repairer read a quote differently ('"0"A": 1'), so the
-        # scan's end is wrong: let the repairer find where the value really ends.
-        try:
-            wide = repair_json(text[cand.start : cand.region_end], nonfinite=opts.nonfinite, allow_guesses=allow_guesses, offset=cand.start, stop_at_end=True)
-        except (GuessNeeded, RepairFailed):
-            wide = None
-        if wide is not None and not wide.truncated:
-            rep = wide
-    if rep is None:
-        return why
+        return f"unrepairable: {e}"
     try:
         data = _LAX.decode(rep.text) if rep.nonfinite_kept else _STRICT.decode(rep.text)
     except (ValueError, RecursionError) as e:  # the repairer wrote invalid JSON: report it, never eval
         return f"strict parse failed after repair: {e}"
-    return _Outcome(data, rep.fixes, rep.truncated, cand.start + rep.end if rep.end != len(sub) else None)
+    return _Outcome(data, rep.fixes, rep.truncated, cand.start + rep.end)
 
 
-def _extract_fixes(text: str, cand: Candidate) -> list[Fix]:
+_STRUCT_RUN_RE = re.compile(r"[}\]][ \t\r\n]*,|,[ \t\r\n]*[\[{]")
+
+
+def _holds_structure(data: Any) -> bool:
+    """Does a string in ``data`` hold '}, ' or ', [' (structure a lost quote swallowed)?"""
+    stack = [data]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, str):
+            if _STRUCT_RUN_RE.search(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.keys())
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def _prose_or_part(text: str, out: _Outcome, k: int, region_end: int, rest: str) -> _Outcome:
+    """Text after the value that does not continue it: prose, unless it looks like a
+    piece of JSON (it has no word but literals, touches the value, starts with a
+    closer or a colon, opens another value on the same line, starts with a literal
+    or a number, or its first line has a quote before JSON punctuation: '1"]',
+    'x": 2'): then it is dropped as a guess."""
+    eol = text.find("\n", k, region_end)
+    eol = region_end if eol < 0 else eol
+    opener = min((p for p in (text.find("{", k, eol), text.find("[", k, eol)) if p >= 0), default=eol)
+    eol = opener  # (from an opener on, it is another value: candidates weigh that)
+    touching = k == out.end and text[k].isalnum()  # '[]nul': no space between them
+    wordless = any(ch.isalnum() or ch in _TAIL_QUOTES for ch in rest) and not any(
+        not any(lit.startswith(w.group().lower()) for lit in _LITERAL_WORDS) for w in _WORD_RE.finditer(rest)
+    )
+    same_line = "\n" not in text[out.end : k]
+    if touching or wordless or text[k] in "}]:" or (same_line and text[k] in "[{") or _VALUE_AHEAD_RE.match(text, k) or _STRUCTURED_TAIL_RE.search(text, k, eol):
+        out.fixes = out.fixes + [Fix("extract", "trailing_text", f"dropped {len(rest.rstrip())} chars after the value that look like part of it: {rest[:40]!r}", k, None, True)]
+    return out
+
+
+def _try_candidate(text: str, cand: Candidate, opts: RepairOptions) -> _Outcome | str:
+    """Read the value at ``cand``, then decide what the text after it is:
+    nothing, stray closers (removed), more of the same value (merged, a guess),
+    text that looks like part of it but does not fit (dropped, a guess), or prose
+    (dropped; reported with its offset by :func:`_extract_fixes`)."""
+    out = _read_candidate(text, cand, opts)
+    if isinstance(out, str) or cand.source == "whole":
+        return out
+    region_end = cand.region_end if cand.region_end is not None else cand.end
+    for _ in range(_MAX_MERGES):
+        k = _skip_ws(text, out.end, region_end)
+        if k >= region_end:
+            return out
+        rest = text[k:region_end]
+        if not rest.strip(" \t\r\n}]"):
+            # Which closer is the extra one? Another of the same kind with a sibling
+            # after it ('[[1], 2]]') could be it as well: then it is a guess.
+            other = [c for c in "}]" if c in rest and re.compile(re.escape(c) + r"\s*[^\s\]}]").search(text, cand.start, out.end)]
+            if any(f.kind == "mismatched_bracket" for f in out.fixes):
+                out.fixes = out.fixes + [Fix("repair", "extra_closer", f"{len(rest.strip())} unmatched closing bracket(s) after the value removed, after a missing one was inserted (one misplaced closer would explain both)", k, None, True)]
+            elif other:
+                out.fixes = out.fixes + [Fix("repair", "extra_closer", f"{len(rest.strip())} unmatched closing bracket(s) after the value removed (an earlier {other[0]!r} could be the extra one)", k, None, True)]
+            elif _holds_structure(out.data):
+                out.fixes = out.fixes + [Fix("repair", "extra_closer", f"{len(rest.strip())} unmatched closing bracket(s) after the value removed (a string in it holds ', [' or '}}, ': its closing quote may be missing)", k, None, True)]
+            else:
+                out.fixes = out.fixes + [Fix("repair", "extra_closer", f"{len(rest.strip())} unmatched closing bracket(s) after the value removed", k)]
+            out.end = region_end
+            return out
+        c = text[k]
+        ident = c not in ",:" and c not in _TAIL_QUOTES and _IDENT_COLON_RE.match(text, k) is not None
+        if c != "," and c not in _TAIL_QUOTES and not ident:
+            return _prose_or_part(text, out, k, region_end, rest)
+        close = out.end - 1
+        merged = None
+        if text[close] in "}]":
+            # Read on as if the closer at ``close`` were not there.
+            try:
+                merged = repair_json(text[cand.start : close] + text[close + 1 : region_end], nonfinite=opts.nonfinite, offset=cand.start, stop_at_end=True)
+            except RepairFailed:
+                merged = None
+            if merged is not None and (merged.end + cand.start < close + 1 or (ident and (merged.truncated or any(f.guess for f in merged.fixes)))):
+                merged = None  # did not read past the closer, or (after a bare word) needed guesses of its own
+        if merged is None:
+            if ident:
+                return _prose_or_part(text, out, k, region_end, rest)  # "Note: ..." after the value
+            out.fixes = out.fixes + [Fix("extract", "trailing_text", f"dropped {len(rest.rstrip())} chars after the value that look like part of it but do not fit: {rest[:40]!r}", k, None, True)]
+            return out
+        try:
+            data = _LAX.decode(merged.text) if merged.nonfinite_kept else _STRICT.decode(merged.text)
+        except (ValueError, RecursionError) as e:
+            return f"strict parse failed after repair: {e}"
+        shifted = [f if f.offset is None or f.offset < close else replace(f, offset=f.offset + 1) for f in merged.fixes]
+        note = Fix("repair", "continuation", f"text after the value continues it: read on past the {text[close]!r} at {close} (a stray closer)", close, None, True)
+        out = _Outcome(data, sorted(shifted + [note], key=lambda f: f.offset or 0), merged.truncated, cand.start + merged.end + 1)
+    return out
+
+
+def _extract_fixes(text: str, cand: Candidate, end: int) -> list[Fix]:
     fixes: list[Fix] = []
-    before_end, after_start = cand.start, cand.end
+    before_end, after_start = cand.start, end
     if cand.fence is not None:
         fixes.append(Fix("extract", "code_fence", f"markdown code fence removed ({cand.fence.lang or 'no language'})", cand.fence.open))
-        before_end, after_start = cand.fence.open, cand.fence.close
+        before_end, after_start = cand.fence.open, max(end, cand.fence.close)
     before = text[:before_end]
     if before.startswith("\ufeff"):
         fixes.append(Fix("extract", "bom", "byte-order mark removed", 0))
         before = before[1:]
     if before.strip():
         fixes.append(Fix("extract", "prose", f"ignored {len(before.strip())} chars before the value: {before.strip()[:40]!r}", 0))
-    after = text[after_start:].strip()
-    if after:
-        fixes.append(Fix("extract", "prose", f"ignored {len(after)} chars after the value: {after[:40]!r}", after_start))
+    after = text[after_start:]
+    if after.strip():
+        at = after_start + len(after) - len(after.lstrip())
+        fixes.append(Fix("extract", "prose", f"ignored {len(after.strip())} chars after the value: {after.strip()[:40]!r}", at))
     return fixes
 
 
+def _string_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """Double-quoted strings in ``text[start:end]`` as a string-aware scan reads
+    them; an unterminated one runs to ``end``."""
+    spans = []
+    k = text.find('"', start, end)
+    while k >= 0:
+        m = _DQ_STRING_RE.match(text, k, end)
+        if m is None:
+            spans.append((k, end))
+            break
+        spans.append((k, m.end()))
+        k = text.find('"', m.end(), end)
+    return spans
+
+
+_DQ_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _UNSET: Any = object()
+
+
+_QUOTED_KEY_RE = re.compile("[\"'\u201c\u2018][^\"'\u201d\u2019\n]{0,80}[\"'\u201d\u2019][ \t]*:")
+
+
+def _looks_like_json(text: str, cand: Candidate) -> bool:
+    """Was this span meant as JSON? It opens the reply, or holds a double quote or a
+    quoted key (``{this}`` in prose does not)."""
+    return not text[: cand.start].strip() or '"' in text[cand.start : cand.end] or _QUOTED_KEY_RE.search(text, cand.start, cand.end) is not None
+
+
+def _passed_over(text: str, cand: Candidate, rec: CandidateRecord) -> bool:
+    """Was this earlier span meant as JSON, yet not read as a value (it failed, or
+    read only by guessing)? A schema rejecting it is not that: the schema decided."""
+    o = rec.outcome
+    failed = o.startswith(("unrepairable", "strict parse failed", "needs a guess", "truncated"))
+    return (failed or (o.startswith("parsed") and "invalid" not in o and o.endswith("(with a guess)"))) and _looks_like_json(text, cand)
+
+
+def _is_alternative(out: _Outcome) -> bool:
+    """Does this candidate count as another value in the text? Bracketed prose that
+    only parses by reading bare words as strings (``[see below]``) does not."""
+    return not out.guessed or not any(f.kind == "bare_string" and f.guess for f in out.fixes)
 
 
 def _slow(text: str, validator: Validator | None, opts: RepairOptions, whole: Any = _UNSET) -> ParseResult:
@@ -309,76 +513,108 @@ def _slow(text: str, validator: Validator | None, opts: RepairOptions, whole: An
         lead = len(text) - len(text.lstrip())
         cands = [Candidate(lead, lead + len(stripped), "whole", True)]
         whole_only = True
-    records: list[CandidateRecord] = []
-    first_invalid: tuple[int, Any, list[Issue], _Outcome] | None = None
+    records = [CandidateRecord(i, c.start, c.end, c.source) for i, c in enumerate(cands)]
     guess_needed: list[str] = []
+    found: list[tuple[int, Candidate, _Outcome]] = []
 
-    def consider(idx: int, cand: Candidate, allow_guesses: bool) -> ParseResult | None:
-        nonlocal first_invalid
+    def attempt(idx: int, cand: Candidate) -> _Outcome | None:
         rec = records[idx]
-        out = _try_candidate(text, cand, opts, allow_guesses)
+        out = _try_candidate(text, cand, opts)
         if isinstance(out, str):
             rec.outcome = out
-            if out.startswith("needs a guess"):
-                guess_needed.append(out)
+            return None
+        out.guessed = any(f.guess for f in out.fixes)
+        if out.guessed and whole_only:  # a bare scalar is read mechanically or not at all
+            g = next(f for f in out.fixes if f.guess)
+            rec.outcome = f"needs a guess: {g.message}"
+            guess_needed.append(rec.outcome)
             return None
         if out.truncated and not opts.allow_truncated:
             rec.outcome = "truncated (allow_truncated=False)"
             return None
-        if validator is None:
-            return _accept(text, cand, idx, out, out.data, report, records, validated=False)
-        value, issues = validator.validate(out.data)
-        if issues and opts.coerce:
-            new, cfixes = validator.coerce(out.data, opts.coerce)
-            if cfixes:
-                value, remaining = validator.validate(new)
-                if not remaining:
-                    report.issues = issues
-                    out.fixes = out.fixes + cfixes
-                    out.data = new
-                    report.stages["coerce"] = ", ".join(f.kind for f in cfixes)
-                    return _accept(text, cand, idx, out, value, report, records, coerced=len(cfixes))
-                issues = remaining
-        if issues:
-            rec.outcome = f"parsed but invalid: {issues[0]}"
-            if first_invalid is None:
-                first_invalid = (idx, out.data, issues, out)
-            return None
-        return _accept(text, cand, idx, out, value, report, records)
+        rec.end = out.end
+        if validator is not None:
+            out.value, out.issues = validator.validate(out.data)
+            if out.issues and opts.coerce:
+                new, cfixes = validator.coerce(out.data, opts.coerce)
+                if cfixes:
+                    value, remaining = validator.validate(new)
+                    if not remaining:
+                        report.issues = out.issues
+                        report.stages["coerce"] = ", ".join(f.kind for f in cfixes)
+                        out.fixes = out.fixes + cfixes
+                        out.data, out.value, out.issues = new, value, []
+            rec.outcome = f"parsed but invalid: {out.issues[0]}" if out.issues else "parsed and valid"
+        else:
+            rec.outcome = "parsed"
+        if out.guessed:
+            rec.outcome += " (with a guess)"
+        return out
 
-    for c in cands:
-        records.append(CandidateRecord(len(records), c.start, c.end, c.source))
-    # Pass 1: what mechanical repair alone can do, in document order.
+    # Every candidate outside an earlier value is read: several values in one
+    # reply are a choice the report must show.
+    covered = -1
     for idx, c in enumerate(cands):
-        res = consider(idx, c, allow_guesses=False)
-        if res is not None:
-            return res
-    # Pass 2: judgement calls, only for candidates that needed one.
-    if opts.guesses == "report" and not whole_only:
-        for idx, c in enumerate(cands):
-            if records[idx].outcome.startswith("needs a guess"):
-                res = consider(idx, c, allow_guesses=True)
-                if res is not None:
-                    return res
-    # Pass 3: values nested inside a span that never closed and failed as a whole.
-    # Only when repair failed outright: a span that parsed (truncated, invalid) or
-    # needed a rejected guess is the value, and its insides are not alternatives.
-    for c in [c for i, c in enumerate(cands) if not c.closed and records[i].outcome.startswith(("unrepairable", "strict parse failed"))]:
-        for inner in find_candidates(text, start=c.start + 1, bound=c.end, limit=opts.max_candidates, fences=fences, nested=True):
-            records.append(CandidateRecord(len(records), inner.start, inner.end, "nested"))
-            for allow in (False, True) if opts.guesses == "report" else (False,):
-                res = consider(len(records) - 1, inner, allow_guesses=allow)
-                if res is not None:
-                    return res
+        if c.start < covered:
+            records[idx].outcome = "inside the value before it"
+            continue
+        out = attempt(idx, c)
+        if out is not None:
+            found.append((idx, c, out))
+            covered = out.end
+    if not found and opts.guesses == "report" and not whole_only:
+        # Values inside a span that never closed and failed as a whole. Only when
+        # repair failed outright, and never inside that span's strings (a fence or
+        # a bracket quoted in a value is not the value). A guess: the span was
+        # something else.
+        for c in [c for i, c in enumerate(cands) if not c.closed and records[i].outcome.startswith(("unrepairable", "strict parse failed"))]:
+            quoted = _string_spans(text, c.start, c.end)
+            for inner in find_candidates(text, start=c.start + 1, bound=c.end, limit=opts.max_candidates, fences=fences, nested=True):
+                if any(a <= inner.start < b for a, b in quoted):
+                    continue
+                idx = len(records)
+                records.append(CandidateRecord(idx, inner.start, inner.end, "nested"))
+                cands.append(inner)
+                out = attempt(idx, inner)
+                if out is not None:
+                    out.fixes = [Fix("extract", "candidate", f"the value at {c.start} could not be repaired; took a value found inside it", inner.start, None, True)] + out.fixes
+                    out.guessed = True
+                    found.append((idx, inner, out))
+                    break
+            if found:
+                break
     report.candidates = records
-    if first_invalid is not None:
-        idx, data, issues, out = first_invalid
+    pool = found if validator is None else [f for f in found if not f[2].issues]
+    if pool:
+        alts = [f for f in pool if _is_alternative(f[2])]
+        idx, cand, out = alts[0] if alts else pool[0]
+        if len(alts) > 1:
+            where = ", ".join(str(i + 1) for i, _, _ in alts)
+            why = "match the schema" if validator is not None else "parse"
+            msg = f"{len(alts)} values in the text {why} (candidates {where}); kept the first, candidate {idx + 1}"
+            out.fixes = [Fix("extract", "candidate", msg, cand.start, None, True)] + out.fixes
+        elif any(_passed_over(text, cands[i], records[i]) for i in range(idx)):
+            bad = next(i for i in range(idx) if _passed_over(text, cands[i], records[i]))
+            msg = f"the value at {cands[bad].start} (candidate {bad + 1}: {records[bad].outcome[:60]}) was passed over for a later one, candidate {idx + 1}"
+            out.fixes = [Fix("extract", "candidate", msg, cand.start, None, True)] + out.fixes
+        elif validator is not None and len(found) > 1:
+            msg = f"{len(found)} values in the text; candidate {idx + 1} is the only one that matches the schema"
+            out.fixes = [Fix("extract", "candidate", msg, cand.start)] + out.fixes
+        if opts.guesses == "reject" and any(f.guess for f in out.fixes):
+            report.chosen = idx
+            report.fixes = _extract_fixes(text, cand, out.end) + out.fixes
+            report.stages["repair"] = "guess needed (guesses='reject')"
+            g = next(f for f in out.fixes if f.guess)
+            raise GuessRejected(f"repair needs a judgement call and guesses='reject': {g.message}", report, [g])
+        return _accept(text, cand, idx, out, report, records, validated=validator is not None)
+    if found:
+        assert validator is not None
+        idx, cand, out = found[0]
         report.chosen = idx
-        report.fixes = _extract_fixes(text, cands[idx]) + out.fixes if idx < len(cands) else list(out.fixes)
+        report.fixes = _extract_fixes(text, cand, out.end) + out.fixes
         report.truncated = out.truncated
         report.stages.update(_stage_notes(records, idx, out))
-        assert validator is not None
-        return _finish_invalid(data, issues, validator, opts, report)
+        return _finish_invalid(out.data, out.issues, validator, opts, report)
     if opts.fallback == "json_repair":
         res = _library_fallback(text, validator, opts, report)
         if res is not None:
@@ -407,7 +643,7 @@ def _slow(text: str, validator: Validator | None, opts: RepairOptions, whole: An
 
 def _stage_notes(records: list[CandidateRecord], idx: int, out: _Outcome) -> dict[str, str]:
     r = records[idx]
-    repair_fixes = [f for f in out.fixes if f.stage == "repair"]
+    repair_fixes = [f for f in out.fixes if f.stage in ("repair", "parse")]
     g = sum(f.guess for f in repair_fixes)
     repair = "none needed"
     if repair_fixes:
@@ -424,26 +660,23 @@ def _accept(
     cand: Candidate,
     idx: int,
     out: _Outcome,
-    value: Any,
     report: Report,
     records: list[CandidateRecord],
-    coerced: int = 0,
     validated: bool = True,
 ) -> ParseResult:
     records[idx].outcome = "chosen"
-    if out.end is not None:  # the value ended elsewhere than the scanned span said
-        cand = replace(cand, end=out.end)
-        records[idx].end = out.end
+    records[idx].end = out.end
     report.candidates = records
     report.chosen = idx
-    report.fixes = _extract_fixes(text, cand) + out.fixes
+    report.fixes = _extract_fixes(text, cand, out.end) + out.fixes
     report.truncated = out.truncated
     report.stages.update(_stage_notes(records, idx, out))
+    coerced = sum(f.stage == "coerce" for f in out.fixes)
     if coerced:
         report.stages["validate"] = f"ok after {coerced} coercion{'s' if coerced > 1 else ''}"
     else:
         report.stages["validate"] = "ok" if validated else "skipped (no schema)"
-    return ParseResult(value, out.data, report)
+    return ParseResult(out.value, out.data, report)
 
 
 def _unwrap(text: str, whole: Any, validator: Validator | None, opts: RepairOptions, report: Report) -> ParseResult:

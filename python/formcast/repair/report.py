@@ -17,7 +17,8 @@ FIX_KINDS: dict[str, str] = {
     "bom": "byte-order mark removed",
     "prose": "text around the value (preamble/postamble) ignored",
     "code_fence": "markdown code fence removed",
-    "candidate": "several values in the text; one was chosen",
+    "candidate": "several values in the text (or one inside a broken one); one was chosen",
+    "trailing_text": "text after the value that looks like part of it dropped",
     # repair (syntax only)
     "trailing_comma": "comma before a closing bracket removed",
     "extra_comma": "leading or doubled comma removed",
@@ -34,6 +35,8 @@ FIX_KINDS: dict[str, str] = {
     "bare_string": "bare word read as a string",
     "control_char": "raw control character inside a string escaped",
     "unescaped_quote": "quote inside a string escaped",
+    "missing_quote": "a string's lost quote restored: closed before ', \"key\":' that follows it",
+    "ambiguous_key": "a key holding ': <value>' kept whole",
     "invalid_escape": "invalid escape kept as a literal backslash",
     "python_escape": "Python escape (\\' \\xNN \\UNNNNNNNN) converted",
     "nonfinite_number": "NaN/Infinity handled per the `nonfinite` option",
@@ -42,7 +45,8 @@ FIX_KINDS: dict[str, str] = {
     "leading_zeros": "number with leading zeros read as decimal",
     "mismatched_bracket": "closing bracket of the wrong kind fixed",
     "extra_closer": "unmatched closing bracket removed",
-    "trailing_text": "text after the value ignored",
+    "continuation": "text after a closed value continued it: the early closer dropped, the rest merged",
+    "duplicate_key": "a key repeated in one object: the last value kept",
     "truncated": "input ended early: open strings/containers closed",
     # after parse
     "double_encoded": "JSON string containing JSON decoded",
@@ -52,6 +56,58 @@ FIX_KINDS: dict[str, str] = {
     "tag_text": "tag content decoded per the schema",
     "tag_root": "single wrapping tag unwrapped",
     "library_fallback": "value produced by the fallback repair library",
+}
+
+#: The contract, kind by kind: ``"mechanical"`` (only one reading: never a guess),
+#: ``"judgement"`` (another reading was plausible: always a guess, refused under
+#: ``guesses="reject"``) or, for kinds that are sometimes one and sometimes the
+#: other, the condition under which they are a guess.
+FIX_CLASSES: dict[str, str] = {
+    "bom": "mechanical",
+    "prose": "mechanical",
+    "code_fence": "mechanical",
+    "trailing_comma": "mechanical",
+    "smart_quotes": "mechanical",
+    "single_quotes": "mechanical",
+    "python_literal": "mechanical",
+    "literal_case": "mechanical",
+    "js_literal": "mechanical",
+    "unquoted_key": "mechanical",
+    "numeric_key": "mechanical",
+    "control_char": "mechanical",
+    "invalid_escape": "mechanical",
+    "python_escape": "mechanical",
+    "nonfinite_number": "mechanical",
+    "json5_number": "mechanical",
+    "tag_root": "mechanical",
+    "bare_string": "judgement",
+    "hex_number": "judgement",
+    "leading_zeros": "judgement",
+    "missing_quote": "judgement",
+    "ambiguous_key": "judgement",
+    "continuation": "judgement",
+    "trailing_text": "judgement",
+    "double_encoded": "judgement",
+    "enum": "judgement",
+    "types": "judgement",
+    "library_fallback": "judgement",
+    "comment": "a guess when the comment holds a double quote (it may be a string that lost its opening quote)",
+    "extra_comma": "a guess right after '[' or '{' (that bracket may have lost its closer); a doubled comma is mechanical",
+    "missing_comma": "a guess when the two values touch ('\"a\"\"b\"', ']\"'); with a space or newline between them, mechanical",
+    "missing_colon": "a guess when key and value touch; with a space between them, mechanical",
+    "unescaped_quote": "mechanical when the quote cannot end the string (a letter follows it); a guess when it could: "
+    "before ',' or ':', a doubled quote, a quote re-read as content because ending the string there left the rest unreadable, "
+    "or a string that holds '}, ' or ', [' before it",
+    "mismatched_bracket": "mechanical when the missing closer has one place to go; a guess when it could go earlier "
+    "(the parent is of the same kind, an inner container could have closed earlier, or one closer closes several)",
+    "extra_closer": "mechanical when it is the only stray closer; a guess when an earlier closer of its kind, "
+    "with more after it, could be the extra one",
+    "duplicate_key": "mechanical when the repeated values are equal; a guess when they differ",
+    "truncated": "mechanical when the cut falls between values (open containers closed; report.truncated is set, "
+    "refused by allow_truncated=False); a guess when it falls inside a string, key, number or literal",
+    "candidate": "mechanical when a schema accepts exactly one of several values; a guess when several values parse "
+    "(and validate), when a value meant as JSON was passed over, or when a value was taken from inside a broken one",
+    "tag_text": "mechanical when the schema says how to read the text; a guess for tags nested past the depth limit",
 }
 
 
