@@ -30,6 +30,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let schema = g.schema_document();
     let probe = g.u.take_rest().to_vec();
+    if std::env::var_os("FUZZ_SHOW").is_some() {
+        // To read a crash input: FUZZ_SHOW=1 cargo fuzz run json_schema <artifact>
+        eprintln!("style {} opts {opts:?}\nschema {schema}", style.name());
+    }
     on_small_stack(move || {
         if let Ok((grammar, _)) = json_schema_str_to_grammar(&schema, &opts) {
             exercise(&grammar, &probe);

@@ -15,6 +15,10 @@ fuzz_target!(|data: &[u8]| {
     let format = g.format(0);
     let tag = format!(r#"{{"type":"structural_tag","format":{format}}}"#);
     let probe = g.u.take_rest().to_vec();
+    if std::env::var_os("FUZZ_SHOW").is_some() {
+        // To read a crash input: FUZZ_SHOW=1 cargo fuzz run structural_tag <artifact>
+        eprintln!("tag {tag}");
+    }
     on_small_stack(move || {
         // Token strings resolve through the fuzz vocabulary's texts.
         let vocab = common::vocab();

@@ -107,17 +107,31 @@ pub fn state_distances(a: &Automaton) -> Vec<u32> {
 
 /// The fewest bytes that complete the item set `items` (0 when `can_end`).
 pub fn set_cost(dist: &[u32], arena: &Arena, items: &[Item], can_end: bool) -> u32 {
+    set_cost_memo(dist, arena, items, can_end, &mut Vec::new())
+}
+
+/// Not yet known in a [`set_cost_memo`] memo.
+const UNKNOWN: u32 = u32::MAX - 1;
+
+/// [`set_cost`] with `memo[c]`, the cost of continuation `c` once known.
+/// A continuation never changes once made and only waits in older ones, so
+/// a cost stays true for as long as the continuation is in the arena: a
+/// caller that truncates the arena truncates the memo with it. A completion
+/// asks this at every byte, over continuations it mostly asked about
+/// before; without the memo, every step re-walked and re-relaxed them all.
+pub fn set_cost_memo(dist: &[u32], arena: &Arena, items: &[Item], can_end: bool, memo: &mut Vec<u32>) -> u32 {
     if can_end {
         return 0;
     }
-    // Continuations reachable from the items, then their costs by relaxation
-    // to a fixpoint (the continuation graph may have cycles; costs are
-    // non-negative, so a cycle never helps).
+    let known = |memo: &Vec<u32>, c: ContId| c == ROOT_CONT || memo.get(c as usize).is_some_and(|&x| x != UNKNOWN);
+    // The continuations not known yet, reachable from the items; their costs
+    // by relaxation to a fixpoint (the continuation graph may have cycles;
+    // costs are non-negative, so a cycle never helps).
     let mut order: Vec<ContId> = Vec::new();
     let mut index: FxHashMap<ContId, usize> = FxHashMap::default();
     let mut stack: Vec<ContId> = items.iter().map(|it| it.cont).collect();
     while let Some(c) = stack.pop() {
-        if c == ROOT_CONT || index.contains_key(&c) {
+        if known(memo, c) || index.contains_key(&c) {
             continue;
         }
         index.insert(c, order.len());
@@ -127,10 +141,17 @@ pub fn set_cost(dist: &[u32], arena: &Arena, items: &[Item], can_end: bool) -> u
         }
     }
     let mut cost = vec![INF; order.len()];
-    let cont_cost = |cost: &[u32], c: ContId| if c == ROOT_CONT { 0 } else { cost[index[&c]] };
+    let cont_cost = |cost: &[u32], c: ContId| match index.get(&c) {
+        Some(&k) => cost[k],
+        None if c == ROOT_CONT => 0,
+        None => memo[c as usize],
+    };
+    // A continuation's cost depends on those it waits in (towards the root),
+    // which the walk above found after it: relaxing in reverse order of
+    // discovery settles a chain in one pass instead of one pass per link.
     loop {
         let mut changed = false;
-        for (k, &c) in order.iter().enumerate() {
+        for (k, &c) in order.iter().enumerate().rev() {
             let mut best = cost[k];
             for it in arena.cont_items(c) {
                 let d = dist[it.state as usize];
@@ -156,6 +177,12 @@ pub fn set_cost(dist: &[u32], arena: &Arena, items: &[Item], can_end: bool) -> u
             best = best.min(d.saturating_add(cc));
         }
     }
+    for (k, &c) in order.iter().enumerate() {
+        if memo.len() <= c as usize {
+            memo.resize(c as usize + 1, UNKNOWN);
+        }
+        memo[c as usize] = cost[k];
+    }
     best
 }
 
@@ -171,7 +198,8 @@ pub fn shortest_completion(
     can_end: bool,
     max_len: usize,
 ) -> Result<Option<Vec<u8>>, EngineError> {
-    let start_cost = set_cost(dist, arena, items, can_end);
+    let mut memo: Vec<u32> = Vec::new();
+    let start_cost = set_cost_memo(dist, arena, items, can_end, &mut memo);
     if start_cost == INF || start_cost as usize > max_len {
         return Ok(None);
     }
@@ -220,8 +248,10 @@ pub fn shortest_completion(
                 continue;
             }
             let end = closure(a, arena, &seeds, &mut next, sc)?;
-            let cost = set_cost(dist, arena, &next, end);
+            let cost = set_cost_memo(dist, arena, &next, end, &mut memo);
             arena.truncate(m);
+            // Continuations from m on are gone (their ids will be reused).
+            memo.truncate(m.conts());
             if cost != INF && best.is_none_or(|(bc, _)| cost < bc) {
                 best = Some((cost, b));
                 if cost.saturating_add(1) <= cur_cost {

@@ -56,6 +56,14 @@ pub struct Arena {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArenaMark(u32, u32);
 
+impl ArenaMark {
+    /// How many continuations the arena held (ids below this survive a
+    /// truncation to the mark).
+    pub fn conts(self) -> usize {
+        self.0 as usize
+    }
+}
+
 impl Default for Arena {
     fn default() -> Self {
         Arena { nodes: vec![ContNode { start: 0, len: 0, hash: ROOT_HASH }], items: Vec::new() }
@@ -83,6 +91,7 @@ impl Arena {
     }
     #[inline]
     pub fn truncate(&mut self, m: ArenaMark) {
+        debug_assert!(m.0 as usize <= self.nodes.len());
         self.nodes.truncate(m.0 as usize);
         self.items.truncate(m.1 as usize);
     }

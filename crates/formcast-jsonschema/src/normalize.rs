@@ -32,28 +32,13 @@ impl<'a> Builder<'a> {
         s.bools = [a.bools[0] && b.bools[0], a.bools[1] && b.bools[1]];
         s.num = NumLang::and(a.num.clone(), b.num.clone());
         s.str = Lang::and(a.str.clone(), b.str.clone());
-        for x in &a.arr {
-            for y in &b.arr {
-                if let Some(z) = self.arr_and(x, y) {
-                    if !s.arr.contains(&z) {
-                        s.arr.push(z);
-                    }
-                }
-            }
-            if s.arr.len() > MAX_ALTS {
-                return Err(self.too_many(ptr));
-            }
-        }
+        s.arr = self.arr_products(&a.arr, &b.arr, ptr)?;
         for x in &a.obj {
             for y in &b.obj {
+                self.tick(ptr)?;
                 if let Some(z) = self.obj_and(x, y) {
                     s.obj.push(z);
-                }
-            }
-            if s.obj.len() > MAX_ALTS {
-                s.obj = simplify_objs(std::mem::take(&mut s.obj));
-                if s.obj.len() > MAX_ALTS {
-                    return Err(self.too_many(ptr));
+                    self.cap_objs(&mut s.obj, ptr)?;
                 }
             }
         }
@@ -94,20 +79,7 @@ impl<'a> Builder<'a> {
         let mut arr = vec![ArrAlt::any(ptr.clone())];
         for alt in &a.arr {
             let neg = self.arr_not(alt, ptr)?;
-            let mut next = Vec::new();
-            for x in &arr {
-                for y in &neg {
-                    if let Some(z) = self.arr_and(x, y) {
-                        if !next.contains(&z) {
-                            next.push(z);
-                        }
-                    }
-                }
-            }
-            if next.len() > MAX_ALTS {
-                return Err(self.too_many(ptr));
-            }
-            arr = next;
+            arr = self.arr_products(&arr, &neg, ptr)?;
             if arr.is_empty() {
                 break;
             }
@@ -119,8 +91,10 @@ impl<'a> Builder<'a> {
             let mut next = Vec::new();
             for x in &obj {
                 for y in &neg {
+                    self.tick(ptr)?;
                     if let Some(z) = self.obj_and(x, y) {
                         next.push(z);
+                        self.cap_objs(&mut next, ptr)?;
                     }
                 }
             }
@@ -135,6 +109,41 @@ impl<'a> Builder<'a> {
         }
         s.obj = obj;
         Ok(s)
+    }
+
+    /// The distinct non-empty `x ∧ y` over `xs × ys`. The product is
+    /// checked as it grows, not once built: a chain of nested `not` / `if`
+    /// multiplies alternatives at every level, and the time budget is
+    /// checked at every pair.
+    fn arr_products(&mut self, xs: &[ArrAlt], ys: &[ArrAlt], ptr: &Rc<str>) -> Result<Vec<ArrAlt>> {
+        let mut out: Vec<ArrAlt> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<ArrAlt> = Default::default();
+        for x in xs {
+            for y in ys {
+                self.tick(ptr)?;
+                if let Some(z) = self.arr_and(x, y) {
+                    if seen.insert(z.clone()) {
+                        out.push(z);
+                        if out.len() > MAX_ALTS {
+                            return Err(self.too_many(ptr));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Keeps a growing list of object alternatives within [`MAX_ALTS`]:
+    /// past twice the limit it is pruned, and still past it is an error.
+    fn cap_objs(&mut self, objs: &mut Vec<ObjAlt>, ptr: &Rc<str>) -> Result<()> {
+        if objs.len() > 2 * MAX_ALTS {
+            *objs = simplify_objs(std::mem::take(objs));
+            if objs.len() > MAX_ALTS {
+                return Err(self.too_many(ptr));
+            }
+        }
+        Ok(())
     }
 
     pub fn arr_and(&mut self, x: &ArrAlt, y: &ArrAlt) -> Option<ArrAlt> {

@@ -119,3 +119,24 @@ fn nested_element_styles_of_recursive_schemas() {
         assert!(run(s.into(), SchemaOptions { style: st, ..Default::default() }).unwrap().is_some(), "{st:?}");
     }
 }
+
+#[test]
+fn nested_negations_stay_within_the_time_budget() {
+    // Found by the json_schema fuzz target: ten nested `if`s over arrays
+    // with `contains` multiplied alternatives inside one `not` before the
+    // limit was checked (over 100 s, where the budget is 300 ms). The
+    // product is now capped as it grows and the budget checked per pair.
+    let schema = include_str!("data/fuzz-nested-if-contains.json").trim().to_string();
+    let opts = SchemaOptions {
+        style: Style::GlmXml,
+        whitespace: formcast_jsonschema::Whitespace::Any { max_per_gap: 3 },
+        any_order: true,
+        lenient: true,
+        time_budget_ms: 300,
+        ..Default::default()
+    };
+    let r = on_small_stack(move || json_schema_str_to_grammar(&schema, &opts).map(|_| ()));
+    // A grammar, or the budget's limit error (the fuzz target's -timeout is
+    // what enforces time; a regression makes this test run for minutes).
+    assert!(matches!(r, Ok(()) | Err(SchemaError::Limit { .. })), "{r:?}");
+}
