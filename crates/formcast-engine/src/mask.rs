@@ -122,11 +122,21 @@ pub struct MaskWalker {
     count_stack: Vec<(u32, u32)>,
     seeds: Vec<Item>,
     closed: Vec<Item>,
+    /// `Scratch::visited` when this mask computation began.
+    visited_at_start: usize,
 }
 
 /// Subtrees at least this large are checked for being entirely inside a
 /// self-loop of their set (then all their tokens are accepted at once).
 const LOOP_CHECK_MIN_NODES: usize = 4;
+
+/// Most parser items the closures of one mask computation may visit
+/// together. Each closure visits at most [`crate::parser::MAX_VISITED`]; a
+/// pathologically ambiguous grammar (nested repeats of nullable text) comes
+/// near that at every trie node walked, and a mask took seconds. The tests'
+/// masks (JSON schemas, structural tags, real vocabularies) all stay under
+/// 20,000.
+pub const MAX_MASK_ITEMS: usize = 2_000_000;
 
 const UNKNOWN: u32 = u32::MAX - 1;
 const DEAD: u32 = u32::MAX;
@@ -157,6 +167,11 @@ impl MaskWalker {
             return Ok(id);
         }
         closure(a, arena, &self.seeds, &mut self.closed, sc)?;
+        if sc.visited - self.visited_at_start > MAX_MASK_ITEMS {
+            return Err(EngineError::Limit(format!(
+                "the grammar is too ambiguous here: one mask visits more than {MAX_MASK_ITEMS} parser items"
+            )));
+        }
         let id = if self.closed.is_empty() {
             EMPTY
         } else {
@@ -302,6 +317,7 @@ impl MaskWalker {
         let v = &*g.vocab;
         let mark = arena.mark();
         self.reset();
+        self.visited_at_start = sc.visited;
         for it in &set.items {
             let f = a.flags[it.state as usize];
             if f & flags::TOKENS != 0 {

@@ -143,11 +143,20 @@ pub struct Scratch {
     pred_rules: Vec<RuleId>,
     waiters: Vec<Vec<(StateId, u32)>>,
     result: Vec<(StateId, u32)>,
+    /// Items visited by the closures run with this scratch, in all (a mask
+    /// bounds the work of its closures together with it).
+    pub visited: usize,
 }
 
 /// Largest item set a single closure may produce; beyond it the grammar is
 /// too ambiguous to track and the step fails with an error.
 pub const MAX_ITEMS: usize = 200_000;
+
+/// Most items one closure may visit (scanning or not). Completing a rule
+/// resumes every item waiting for it, and in a pathologically ambiguous
+/// grammar (nested repeats of nullable text) the waiters multiply with the
+/// input: the work is bounded here, not only its result.
+pub const MAX_VISITED: usize = 4 * MAX_ITEMS;
 
 /// Extends `seeds` (items that just consumed input) with completions and
 /// predictions. Writes the resulting scannable items to `out` and returns
@@ -184,6 +193,12 @@ pub fn closure(
     }
     let mut can_end = false;
     while let Some((s, cref)) = sc.work.pop() {
+        if sc.seen.len() > MAX_VISITED {
+            sc.visited += sc.seen.len();
+            return Err(EngineError::Limit(format!(
+                "the grammar is too ambiguous here: more than {MAX_VISITED} parser items visited at one position"
+            )));
+        }
         let f = a.flags[s as usize];
         if f & flags::ACCEPTING != 0 && cref & PRED_BIT == 0 {
             // The rule consumed input and may finish: resume its waiters.
@@ -231,6 +246,7 @@ pub fn closure(
             }
         }
     }
+    sc.visited += sc.seen.len();
     // Allocate the continuations of the predicted rules.
     if !sc.pred_rules.is_empty() {
         // Order-independent, so no sorting: equal seed sets hash equally.

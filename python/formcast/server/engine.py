@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import GrammarMatcher, allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask_batch
+from .. import FormcastError, GrammarMatcher, allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask_batch
 from ..runtime import ModelRuntime, SequenceFeed
 
 log = logging.getLogger("formcast.server")
@@ -346,7 +346,16 @@ class Engine:
         if constrained:
             t0 = time.perf_counter()
             bm = self._bitmask[: len(constrained)]
-            fill_next_token_bitmask_batch([ready[i].matcher for i in constrained], bm)
+            try:
+                fill_next_token_bitmask_batch([ready[i].matcher for i in constrained], bm)
+            except FormcastError:
+                # A row's grammar hit a limit (a pathologically ambiguous one):
+                # that job fails alone, its batch-mates go on.
+                failed = self._fill_rows(ready, constrained, bm)
+                sample_rows = [i for i in sample_rows if i not in failed]
+                keep = [k for k, i in enumerate(constrained) if i not in failed]
+                constrained = [constrained[k] for k in keep]
+                bm = np.ascontiguousarray(bm[keep])
             sub = logits[constrained]
             apply_token_bitmask_inplace(sub, bm)
             logits[constrained] = sub
@@ -360,6 +369,21 @@ class Engine:
                 log.exception("sampling failed for slot %d", j.slot)
                 j.emit(ErrorEvent(j.index, f"generation failed: {e}"))
                 self._release(j)
+
+    def _fill_rows(self, ready: list[Job], rows: list[int], bm: np.ndarray) -> set[int]:
+        """Fills ``bm`` row by row; fails and releases each job whose mask
+        cannot be computed. Returns the failed rows."""
+        failed: set[int] = set()
+        for k, i in enumerate(rows):
+            j = ready[i]
+            try:
+                j.matcher.fill_next_token_bitmask(bm, k)
+            except FormcastError as e:
+                log.warning("the mask of slot %d failed: %s", j.slot, e)
+                j.emit(ErrorEvent(j.index, f"generation failed: the constraint's mask could not be computed: {e}"))
+                self._release(j)
+                failed.add(i)
+        return failed
 
     def _advance(self, j: Job, row: np.ndarray) -> None:
         p = j.params
