@@ -145,9 +145,9 @@ impl<'a> Reader<'a> {
             }
         }
         let o = Obj { m, path: "<root>".into(), ty: "structural_tag" };
-        o.only(&["format", "structures", "triggers"])?;
+        o.only(&["format", "structures", "triggers", "at_least_one"])?;
         if let Some(f) = o.get("format") {
-            if o.get("structures").is_some() || o.get("triggers").is_some() {
+            if o.get("structures").is_some() || o.get("triggers").is_some() || o.get("at_least_one").is_some() {
                 return Err(o.err("structures", "a structural tag has either a format field or the legacy structures and triggers fields, not both"));
             }
             return self.format(f, "format", 0);
@@ -160,7 +160,8 @@ impl<'a> Reader<'a> {
 
     /// Legacy form: each structure `{begin, schema, end}` is a tag whose
     /// content is a JSON schema, dispatched on `triggers` in free text (a
-    /// `triggered_tags`).
+    /// `triggered_tags`); `at_least_one` (SGLang sends it for
+    /// `tool_choice: "required"`) requires a tag before the text may end.
     fn legacy(&mut self, o: &Obj) -> Result<Node> {
         let structures = o
             .get("structures")
@@ -190,7 +191,13 @@ impl<'a> Reader<'a> {
         let triggers = o.strings("triggers", "triggers")?;
         let node = Node {
             path: "<root>".into(),
-            format: Format::TriggeredTags { triggers, tags, excludes: Vec::new(), at_least_one: false, stop_after_first: false },
+            format: Format::TriggeredTags {
+                triggers,
+                tags,
+                excludes: Vec::new(),
+                at_least_one: o.bool_or("at_least_one", false)?,
+                stop_after_first: false,
+            },
         };
         check_triggered(&node.path, &node.format)?;
         Ok(node)

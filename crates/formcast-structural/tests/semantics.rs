@@ -203,6 +203,12 @@ fn token_triggered_tags_and_token_dispatch() {
 fn legacy_structures_and_triggers() {
     let g = compile(r#"{"type": "structural_tag", "triggers": ["<f="], "structures": [{"begin": "<f=a>", "schema": {"type": "integer"}, "end": "</f>"}]}"#).unwrap();
     assert!(accepts(&g, "hello <f=a>12</f> bye") && !accepts(&g, "<f=a>x</f>") && !accepts(&g, "<f=b>1</f>"));
+    assert!(accepts(&g, "no call at all"));
+    // SGLang sends at_least_one for tool_choice "required".
+    let g = compile(r#"{"type": "structural_tag", "triggers": ["<f="], "structures": [{"begin": "<f=a>", "schema": {"type": "integer"}, "end": "</f>"}], "at_least_one": true}"#).unwrap();
+    assert!(accepts(&g, "<f=a>12</f>") && !accepts(&g, "no call at all"));
+    let both = r#"{"type": "structural_tag", "format": {"type": "const_string", "value": "x"}, "at_least_one": true}"#;
+    assert!(compile(both).is_err());
 }
 
 #[test]
