@@ -110,6 +110,12 @@ class GrammarCompiler:
         the tag's JSON text."""
         return self.compile(Grammar.from_structural_tag(tag, self.tokenizer, **options), timeout_s=timeout_s, cancel=cancel)
 
+    def compile_lark(self, text: str, *, timeout_s: float | None = None, cancel: CancelToken | None = None, **options) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_lark(text, self.tokenizer, **options))``:
+        special tokens resolve through this compiler's vocabulary; cached by
+        the text and the named grammars."""
+        return self.compile(Grammar.from_lark(text, self.tokenizer, **options), timeout_s=timeout_s, cancel=cancel)
+
     def compile_builtin_json(self, **kw) -> CompiledGrammar:
         """Shorthand for ``compile(Grammar.builtin_json())``."""
         return self.compile(Grammar.builtin_json(), **kw)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from . import _engine
 from ._depth import MAX_JSON_DEPTH, check_nesting
@@ -193,6 +193,55 @@ class Grammar:
         native, warnings = _engine.grammar_from_structural_tag(text, native_tok, time_budget_ms=time_budget_ms)
         # Token ids depend on the tokenizer that resolved them.
         return cls(native, ("structural_tag", text, tokenizer), warnings)
+
+    @classmethod
+    def from_lark(
+        cls,
+        text: str,
+        tokenizer: "TokenizerInfo | None" = None,
+        *,
+        named_grammars: Mapping[str, "str | Grammar"] | None = None,
+        time_budget_ms: int = 10_000,
+    ) -> "Grammar":
+        """A grammar from Lark text in llguidance's dialect (also what
+        xgrammar's ``compile_lark`` reads); the start rule is ``start``.
+
+        Rules (``name: ...``), terminals (``NAME: ...``), ``| ( ) [ ] ? * +``,
+        ``~ n`` / ``~ n..m`` / ``{m,n}``, strings (``"..."i``), ranges
+        (``"a".."z"``), regexes ``/.../imsx`` (Rust ``regex`` syntax),
+        ``%import common.X``, ``%ignore`` (skipped text between lexemes only,
+        never before the first or after the last), special tokens
+        (``<|eot_id|>``, ``<[128010]>``, ``<[1-5,9]>``, ``<[^7]>``, ``<[*]>``),
+        ``%json {schema}``, ``%regex {"substring_chunks": [...]}``, ``@name``
+        (a grammar of ``named_grammars``: Lark text or a :class:`Grammar`) and
+        ``%llguidance {...}`` options. Named special tokens resolve through
+        ``tokenizer`` (the special token with that text, else the first token
+        with exactly that text); without one they raise ``GrammarError``.
+
+        What formcast does not honour exactly (priorities, templates,
+        ``%declare``/``%override``, ``lazy``/``stop``/``suffix``/
+        ``max_tokens``/``temperature``, the regex operators ``&`` and ``~``,
+        other imports) raises :class:`~formcast.GrammarError` naming it, with
+        ``line`` and ``column`` attributes and the offending line in the
+        message; hostile sizes raise :class:`~formcast.LimitError`.
+        ``time_budget_ms`` bounds each ``%json`` translation.
+        """
+        named: list[tuple[str, Any]] = []
+        key_named: list[tuple[str, Any]] = []
+        for name, value in (named_grammars or {}).items():
+            if isinstance(value, Grammar):
+                named.append((name, value._native))
+                key_named.append((name, value._key))
+            elif isinstance(value, str):
+                named.append((name, value))
+                key_named.append((name, ("lark", value)))
+            else:
+                raise TypeError(f"named grammar {name!r} must be Lark text or a Grammar, not {type(value).__name__}")
+        native_tok = tokenizer._native if tokenizer is not None else None
+        native, warnings = _engine.grammar_from_lark(text, native_tok, named, time_budget_ms=time_budget_ms)
+        # Token ids depend on the tokenizer that resolved them.
+        key = ("lark", text, tokenizer, tuple(sorted(key_named, key=lambda kv: kv[0])))
+        return cls(native, key, warnings)
 
     @classmethod
     def builtin_json(cls) -> "Grammar":

@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod errors;
 mod grammar;
 mod heap;
+mod lark;
 mod matcher;
 mod schema;
 mod structural;
@@ -83,6 +84,7 @@ fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(matcher::fill_next_token_bitmask_batch, m)?)?;
     m.add_function(wrap_pyfunction!(schema::grammar_from_json_schema, m)?)?;
     m.add_function(wrap_pyfunction!(structural::grammar_from_structural_tag, m)?)?;
+    m.add_function(wrap_pyfunction!(lark::grammar_from_lark, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
