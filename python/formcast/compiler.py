@@ -7,7 +7,7 @@ from collections import OrderedDict
 from typing import Hashable
 
 from . import _engine
-from .grammar import Grammar
+from .grammar import DEFAULT_REGEX_DIALECT, Grammar
 from .tokenizer import TokenizerInfo
 
 __all__ = ["GrammarCompiler", "CompiledGrammar", "CancelToken"]
@@ -95,9 +95,9 @@ class GrammarCompiler:
         """Shorthand for ``compile(Grammar.from_ebnf(text, root))``."""
         return self.compile(Grammar.from_ebnf(text, root), **kw)
 
-    def compile_regex(self, pattern: str, **kw) -> CompiledGrammar:
-        """Shorthand for ``compile(Grammar.from_regex(pattern))``."""
-        return self.compile(Grammar.from_regex(pattern), **kw)
+    def compile_regex(self, pattern: str, dialect: str = DEFAULT_REGEX_DIALECT, **kw) -> CompiledGrammar:
+        """Shorthand for ``compile(Grammar.from_regex(pattern, dialect))``."""
+        return self.compile(Grammar.from_regex(pattern, dialect), **kw)
 
     def compile_json_schema(self, schema, *, timeout_s: float | None = None, cancel: CancelToken | None = None, **options) -> CompiledGrammar:
         """Shorthand for ``compile(Grammar.from_json_schema(schema, **options))``;

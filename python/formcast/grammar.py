@@ -60,6 +60,13 @@ def _schema_text(schema: Any) -> str:
     )
 
 
+#: Regex syntaxes of :meth:`Grammar.from_regex`, and the default one
+#: (kept from before dialects existed; also the server's ``regex`` field
+#: and the structural tag's ``regex`` format).
+REGEX_DIALECTS = ("rust", "ecma", "python")
+DEFAULT_REGEX_DIALECT = "rust"
+
+
 class Grammar:
     """A grammar in formcast's intermediate representation.
 
@@ -87,13 +94,30 @@ class Grammar:
         return cls(_engine.Grammar.from_ebnf(text, root), ("ebnf", root, text))
 
     @classmethod
-    def from_regex(cls, pattern: str) -> "Grammar":
+    def from_regex(cls, pattern: str, dialect: str = DEFAULT_REGEX_DIALECT) -> "Grammar":
         """A grammar whose language is the full matches of ``pattern``.
 
-        Raises :class:`~formcast.GrammarError` with the position on a syntax
-        error; backreferences and lookaround are rejected by name.
+        ``dialect`` is the regex syntax the pattern is written in:
+        ``"rust"`` (the default: Rust's ``regex`` crate, as before dialects
+        existed, and as OpenAI's regex grammars and llguidance read them),
+        ``"ecma"`` (ECMA-262 with the ``u`` flag, as ``new RegExp(p, "u")``
+        and JSON Schema ``pattern``) or ``"python"`` (Python ``re``, read by
+        this interpreter's own ``re``). Each is read exactly; what a grammar
+        cannot honour exactly (backreferences, lookaround, word boundaries,
+        anchors inside the pattern, and per dialect the constructs listed in
+        the README) raises :class:`~formcast.GrammarError` naming it, with
+        the position where the dialect's reader knows it.
         """
-        return cls(_engine.Grammar.from_regex(pattern), ("regex", pattern))
+        if dialect == "python":
+            from ._pyregex import to_rust
+
+            native = _engine.Grammar.from_regex(to_rust(pattern), "rust")
+        elif dialect in ("rust", "ecma"):
+            native = _engine.Grammar.from_regex(pattern, dialect)
+        else:
+            raise ValueError(f"unknown regex dialect {dialect!r}; expected one of {', '.join(REGEX_DIALECTS)}")
+        key = ("regex", pattern) if dialect == "rust" else ("regex", pattern, dialect)
+        return cls(native, key)
 
     @classmethod
     def from_json_schema(

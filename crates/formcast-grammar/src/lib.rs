@@ -4,6 +4,7 @@
 //! engine crate compiles against a tokenizer.
 
 pub mod ebnf;
+pub mod ecma;
 pub mod error;
 pub mod ir;
 pub mod json;
@@ -12,7 +13,7 @@ pub mod validate;
 
 pub use error::GrammarError;
 pub use ebnf::{parse_ebnf, parse_ebnf_with_tokens};
-pub use regex::{regex_grammar, regex_to_expr};
+pub use regex::{regex_grammar, regex_grammar_in, regex_to_expr, regex_to_expr_in, RegexDialect};
 pub use validate::{check_depth, validate};
 pub use ir::{trie_node, Expr, Grammar, Rule, RuleId, TokenId, TrieNode, WordsExcept};
 

@@ -51,16 +51,150 @@ pub fn regex_to_expr(pattern: &str) -> Result<Expr, GrammarError> {
     Ok(lower(&hir))
 }
 
+/// Which regex syntax a pattern is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RegexDialect {
+    /// Rust's `regex` crate (this module's own syntax); the default.
+    #[default]
+    Rust,
+    /// ECMA-262 with the `u` flag, strict (see [`crate::ecma`]).
+    Ecma,
+}
+
+impl RegexDialect {
+    /// `"rust"` or `"ecma"`.
+    pub fn from_name(name: &str) -> Option<RegexDialect> {
+        match name {
+            "rust" => Some(RegexDialect::Rust),
+            "ecma" => Some(RegexDialect::Ecma),
+            _ => None,
+        }
+    }
+}
+
+/// [`regex_to_expr`] for a pattern in `dialect`; error positions are byte
+/// offsets into `pattern` itself.
+pub fn regex_to_expr_in(pattern: &str, dialect: RegexDialect) -> Result<Expr, GrammarError> {
+    match dialect {
+        RegexDialect::Rust => regex_to_expr(pattern),
+        RegexDialect::Ecma => {
+            let t = crate::ecma::translate(pattern, crate::ecma::EcmaMode::Unicode)?;
+            regex_to_expr(&t.text).map_err(|e| match e {
+                GrammarError::RegexSyntax { position, message } => GrammarError::RegexSyntax {
+                    position: t.source_offset(position),
+                    message,
+                },
+                other => other,
+            })
+        }
+    }
+}
+
 /// A one-rule grammar (`root`) for a regex; rejects patterns that match
 /// nothing at all.
 pub fn regex_grammar(pattern: &str) -> Result<Grammar, GrammarError> {
-    let body = regex_to_expr(pattern)?;
+    regex_grammar_in(pattern, RegexDialect::Rust)
+}
+
+/// [`regex_grammar`] for a pattern in `dialect`.
+pub fn regex_grammar_in(pattern: &str, dialect: RegexDialect) -> Result<Grammar, GrammarError> {
+    let body = regex_to_expr_in(pattern, dialect)?;
     let grammar = Grammar {
         rules: vec![crate::Rule::new("root", body)],
         root: 0,
     };
     crate::validate::validate(&grammar)?;
     Ok(grammar)
+}
+
+/// The same language as a Python `re` pattern (for readers that run
+/// Python's regex machinery over what the grammar allows): classes as code
+/// point ranges, literals escaped, groups non-capturing, no flags. Byte-level
+/// classes and non-UTF-8 literals have no such form.
+pub fn python_pattern(expr: &Expr) -> Result<String, GrammarError> {
+    let mut out = String::new();
+    py_expr(expr, &mut out, 0)?;
+    Ok(out)
+}
+
+fn py_char(c: u32, out: &mut String) {
+    match char::from_u32(c) {
+        Some(ch) if ch.is_ascii_alphanumeric() || ch == '_' => out.push(ch),
+        _ => out.push_str(&format!("\\U{c:08x}")),
+    }
+}
+
+/// `prec`: 0 anywhere, 1 inside a sequence (an alternation needs a group),
+/// 2 as a repeat's operand (anything but one character or class does).
+fn py_expr(e: &Expr, out: &mut String, prec: u8) -> Result<(), GrammarError> {
+    let unsupported = |what: &str| GrammarError::Invalid(format!("{what} has no Python regex form"));
+    match e {
+        Expr::Empty => out.push_str("(?:)"),
+        Expr::Nothing => out.push_str("[^\\x00-\\U0010ffff]"),
+        Expr::Bytes(b) => {
+            let s = std::str::from_utf8(b).map_err(|_| unsupported("a non-UTF-8 literal"))?;
+            let wrap = prec == 2 && s.chars().count() != 1;
+            if wrap {
+                out.push_str("(?:");
+            }
+            for ch in s.chars() {
+                py_char(ch as u32, out);
+            }
+            if wrap {
+                out.push(')');
+            }
+        }
+        Expr::Chars(ranges) => {
+            out.push('[');
+            for &(lo, hi) in ranges {
+                py_char(lo, out);
+                if hi > lo {
+                    out.push('-');
+                    py_char(hi, out);
+                }
+            }
+            out.push(']');
+        }
+        Expr::Seq(items) => {
+            if prec == 2 {
+                out.push_str("(?:");
+            }
+            for item in items {
+                py_expr(item, out, 1)?;
+            }
+            if prec == 2 {
+                out.push(')');
+            }
+        }
+        Expr::Alt(items) => {
+            if items.is_empty() {
+                return py_expr(&Expr::Nothing, out, prec);
+            }
+            if prec > 0 {
+                out.push_str("(?:");
+            }
+            for (k, item) in items.iter().enumerate() {
+                if k > 0 {
+                    out.push('|');
+                }
+                py_expr(item, out, 0)?;
+            }
+            if prec > 0 {
+                out.push(')');
+            }
+        }
+        Expr::Repeat { expr, min, max } => {
+            py_expr(expr, out, 2)?;
+            match max {
+                Some(m) if m == min => out.push_str(&format!("{{{min}}}")),
+                Some(m) => out.push_str(&format!("{{{min},{m}}}")),
+                None => out.push_str(&format!("{{{min},}}")),
+            }
+        }
+        Expr::ByteSet(_) => return Err(unsupported("a byte-level class")),
+        _ => return Err(unsupported("a non-regex expression")),
+    }
+    Ok(())
 }
 
 fn regex_err(position: usize, message: impl Into<String>) -> GrammarError {

@@ -2,7 +2,8 @@
 //! character-level regular expressions.
 //!
 //! The pattern is first rewritten into the syntax of the `regex-syntax`
-//! crate where the two dialects differ in meaning: `\d`, `\w` are ASCII-only
+//! crate (by `formcast_grammar::ecma`, in its lenient mode) where the two
+//! dialects differ in meaning: `\d`, `\w` are ASCII-only
 //! and `\s` is ECMA's own whitespace set; `.` excludes all four line
 //! terminators; `[` `&` `~` inside a class are literals; a `{` that does not
 //! start a quantifier is a literal. Backreferences, lookaround and word
@@ -15,194 +16,16 @@ use regex_syntax::hir::{Class, Hir, HirKind, Look};
 use crate::automata::Dfa;
 use crate::re::Re;
 
-/// ECMA `\s`: WhiteSpace and LineTerminator code points.
-const ECMA_SPACE: &str = r"\t\n\x{0B}\x{0C}\r \x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
-const ECMA_DOT: &str = r"[^\n\r\x{2028}\x{2029}]";
-
-/// Rewrites ECMA syntax into equivalent `regex-syntax` syntax.
+/// Rewrites ECMA syntax into equivalent `regex-syntax` syntax: the lenient
+/// reading (`u`-flag meaning, Annex B's forgiving syntax) shared with the
+/// regex front-end's strict `"ecma"` dialect.
 fn translate(p: &str) -> Result<String, String> {
-    let cs: Vec<char> = p.chars().collect();
-    let mut out = String::with_capacity(p.len() + 16);
-    let mut i = 0;
-    let mut in_class = false;
-    let mut class_start = false;
-    while i < cs.len() {
-        let c = cs[i];
-        let at_class_start = class_start;
-        class_start = false;
-        match c {
-            '\\' => {
-                let n = *cs.get(i + 1).ok_or("pattern ends with a lone backslash")?;
-                i += 2;
-                match n {
-                    'd' => out.push_str(if in_class { "0-9" } else { "[0-9]" }),
-                    'D' => out.push_str("[^0-9]"),
-                    'w' => out.push_str(if in_class { "0-9A-Za-z_" } else { "[0-9A-Za-z_]" }),
-                    'W' => out.push_str("[^0-9A-Za-z_]"),
-                    's' => {
-                        if in_class {
-                            out.push_str(ECMA_SPACE)
-                        } else {
-                            out.push('[');
-                            out.push_str(ECMA_SPACE);
-                            out.push(']');
-                        }
-                    }
-                    'S' => {
-                        out.push_str("[^");
-                        out.push_str(ECMA_SPACE);
-                        out.push(']');
-                    }
-                    'b' if in_class => out.push_str(r"\x{8}"),
-                    'b' | 'B' => return Err("word boundaries (\\b, \\B) are not supported".into()),
-                    't' => out.push_str(r"\t"),
-                    'n' => out.push_str(r"\n"),
-                    'r' => out.push_str(r"\r"),
-                    'v' => out.push_str(r"\x{B}"),
-                    'f' => out.push_str(r"\x{C}"),
-                    '0' if !cs.get(i).is_some_and(|d| d.is_ascii_digit()) => out.push_str(r"\x{0}"),
-                    '1'..='9' => return Err("backreferences are not supported".into()),
-                    'k' if cs.get(i) == Some(&'<') => return Err("backreferences are not supported".into()),
-                    'c' => {
-                        let l = cs.get(i).filter(|l| l.is_ascii_alphabetic()).ok_or("invalid \\c escape")?;
-                        out.push_str(&format!(r"\x{{{:X}}}", (*l as u32) % 32));
-                        i += 1;
-                    }
-                    'x' => {
-                        let h: String = cs.get(i..i + 2).ok_or("invalid \\x escape")?.iter().collect();
-                        let v = u32::from_str_radix(&h, 16).map_err(|_| "invalid \\x escape")?;
-                        out.push_str(&format!(r"\x{{{v:X}}}"));
-                        i += 2;
-                    }
-                    'u' => {
-                        let (v, used) = unicode_escape(&cs[i..])?;
-                        out.push_str(&format!(r"\x{{{v:X}}}"));
-                        i += used;
-                    }
-                    'p' | 'P' => {
-                        // \p{...}: pass through (Unicode property escapes).
-                        out.push('\\');
-                        out.push(n);
-                        if cs.get(i) == Some(&'{') {
-                            while i < cs.len() {
-                                out.push(cs[i]);
-                                i += 1;
-                                if cs[i - 1] == '}' {
-                                    break;
-                                }
-                            }
-                        } else {
-                            return Err("invalid \\p escape".into());
-                        }
-                    }
-                    n if n.is_ascii_alphanumeric() => {
-                        return Err(format!("unknown escape \\{n}"));
-                    }
-                    // Escaped punctuation and other characters mean themselves.
-                    n => out.push_str(&format!(r"\x{{{:X}}}", n as u32)),
-                }
-                continue;
-            }
-            '[' if !in_class => {
-                // ECMA `[^]` is any character and `[]` is nothing.
-                if cs.get(i + 1) == Some(&'^') && cs.get(i + 2) == Some(&']') {
-                    out.push_str(r"[\x{0}-\x{10FFFF}]");
-                    i += 3;
-                    continue;
-                }
-                if cs.get(i + 1) == Some(&']') {
-                    out.push_str(r"[^\x{0}-\x{10FFFF}]");
-                    i += 2;
-                    continue;
-                }
-                in_class = true;
-                class_start = true;
-                out.push('[');
-                if cs.get(i + 1) == Some(&'^') {
-                    out.push('^');
-                    i += 1;
-                }
-            }
-            ']' if in_class && !at_class_start => {
-                in_class = false;
-                out.push(']');
-            }
-            '[' | ']' | '&' | '~' if in_class => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
-            '-' if in_class && cs.get(i + 1) == Some(&'-') => out.push_str(r"\x{2D}"),
-            ']' | '}' => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
-            '.' if !in_class => out.push_str(ECMA_DOT),
-            '{' if !in_class => {
-                // A quantifier is `{n}`, `{n,}` or `{n,m}`; anything else is
-                // a literal brace in ECMA.
-                let mut j = i + 1;
-                let mut ok = false;
-                let d0 = j;
-                while j < cs.len() && cs[j].is_ascii_digit() {
-                    j += 1;
-                }
-                if j > d0 {
-                    if cs.get(j) == Some(&'}') {
-                        ok = true;
-                    } else if cs.get(j) == Some(&',') {
-                        j += 1;
-                        while j < cs.len() && cs[j].is_ascii_digit() {
-                            j += 1;
-                        }
-                        ok = cs.get(j) == Some(&'}');
-                    }
-                }
-                if ok {
-                    out.extend(&cs[i..=j]);
-                    i = j + 1;
-                    continue;
-                }
-                out.push_str(r"\x{7B}");
-            }
-            '(' if !in_class && cs.get(i + 1) == Some(&'?') => {
-                match (cs.get(i + 2), cs.get(i + 3)) {
-                    (Some(':'), _) => out.push_str("(?:"),
-                    (Some('<'), Some(n)) if *n != '=' && *n != '!' => out.push_str("(?P<"),
-                    (Some('=') | Some('!'), _) | (Some('<'), _) => return Err("lookaround assertions are not supported".into()),
-                    _ => return Err("invalid group syntax".into()),
-                }
-                i += 3;
-                continue;
-            }
-            '#' | ' ' => out.push_str(&format!(r"\x{{{:X}}}", c as u32)),
-            '-' if in_class => out.push('-'),
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    if in_class {
-        return Err("unterminated character class".into());
-    }
-    Ok(out)
-}
-
-/// `\uXXXX` (with a following low surrogate escape combined) or `\u{...}`;
-/// `s` starts after the `u`. Returns the code point and characters used.
-fn unicode_escape(s: &[char]) -> Result<(u32, usize), String> {
-    if s.first() == Some(&'{') {
-        let end = s.iter().position(|&c| c == '}').ok_or("invalid \\u{...} escape")?;
-        let h: String = s[1..end].iter().collect();
-        let v = u32::from_str_radix(&h, 16).map_err(|_| "invalid \\u{...} escape")?;
-        return Ok((v, end + 1));
-    }
-    let h: String = s.get(..4).ok_or("invalid \\u escape")?.iter().collect();
-    let v = u32::from_str_radix(&h, 16).map_err(|_| "invalid \\u escape")?;
-    if (0xD800..0xDC00).contains(&v) && s.get(4) == Some(&'\\') && s.get(5) == Some(&'u') {
-        let h2: String = s.get(6..10).ok_or("invalid \\u escape")?.iter().collect();
-        if let Ok(lo) = u32::from_str_radix(&h2, 16) {
-            if (0xDC00..0xE000).contains(&lo) {
-                return Ok((0x10000 + ((v - 0xD800) << 10) + (lo - 0xDC00), 10));
-            }
-        }
-    }
-    if (0xD800..0xE000).contains(&v) {
-        return Err("lone surrogate escapes are not supported".into());
-    }
-    Ok((v, 4))
+    formcast_grammar::ecma::translate(p, formcast_grammar::ecma::EcmaMode::Lenient)
+        .map(|t| t.text)
+        .map_err(|e| match e {
+            formcast_grammar::GrammarError::RegexSyntax { message, .. } => message,
+            other => other.to_string(),
+        })
 }
 
 fn parse_hir(pattern: &str) -> Result<Hir, String> {

@@ -23,10 +23,27 @@ impl Grammar {
         guard(|| Ok(Grammar { inner: Arc::new(fg::parse_ebnf(text, root).map_err(grammar_err)?) }))
     }
 
-    /// A grammar matching exactly the full matches of a regular expression.
+    /// A grammar matching exactly the full matches of a regular expression
+    /// in `dialect` (`"rust"` or `"ecma"`; `"python"` is read by the Python
+    /// package and handed over as `"rust"`).
     #[staticmethod]
-    fn from_regex(pattern: &str) -> PyResult<Self> {
-        guard(|| Ok(Grammar { inner: Arc::new(fg::regex::regex_grammar(pattern).map_err(grammar_err)?) }))
+    #[pyo3(signature = (pattern, dialect="rust"))]
+    fn from_regex(pattern: &str, dialect: &str) -> PyResult<Self> {
+        let d = regex_dialect(dialect)?;
+        guard(|| Ok(Grammar { inner: Arc::new(fg::regex::regex_grammar_in(pattern, d).map_err(grammar_err)?) }))
+    }
+
+    /// The language of `pattern` (in `dialect`) as a flag-free Python `re`
+    /// pattern: what the tool-call reader runs, so it reads exactly what the
+    /// mask allows.
+    #[staticmethod]
+    #[pyo3(signature = (pattern, dialect="rust"))]
+    fn regex_as_python(pattern: &str, dialect: &str) -> PyResult<String> {
+        let d = regex_dialect(dialect)?;
+        guard(|| {
+            let expr = fg::regex::regex_to_expr_in(pattern, d).map_err(grammar_err)?;
+            fg::regex::python_pattern(&expr).map_err(grammar_err)
+        })
     }
 
     /// The built-in grammar for any JSON value.
@@ -47,4 +64,9 @@ impl Grammar {
     fn __repr__(&self) -> String {
         format!("Grammar(rules={}, root={:?})", self.inner.rules.len(), self.inner.root_rule().name)
     }
+}
+
+fn regex_dialect(name: &str) -> PyResult<fg::RegexDialect> {
+    fg::RegexDialect::from_name(name)
+        .ok_or_else(|| pyo3::exceptions::PyValueError::new_err(format!("unknown regex dialect {name:?}; expected 'rust' or 'ecma'")))
 }

@@ -25,6 +25,7 @@ import re
 from typing import Any, Mapping, Optional
 
 from ..styles.formats import MAX_FORMAT_DEPTH, CallRole, Path, Role, TextRole
+from .. import _engine
 from . import jsonscan, regexdfa, xmlargs
 
 LIT, TEXT, JSON, XML, REGEX, DEAD, SEQ, ALT, REP, CALL = range(10)
@@ -311,6 +312,14 @@ class Compiler:
         pattern = f.get("pattern", "")
         if not isinstance(pattern, str):
             raise ParserConfigError(f"{_where(path)}: regex pattern must be a string")
+        # The engine reads the pattern (the structural tag's dialect, Rust's
+        # regex syntax) and gives its language back in Python's syntax, flag
+        # free: the parser reads exactly what the mask allows, never
+        # Python's own reading of Rust syntax ([@[\].], \cJ, (?i) differ).
+        try:
+            pattern = _engine.Grammar.regex_as_python(pattern)
+        except (_engine.GrammarError, _engine.LimitError) as e:
+            raise ParserConfigError(f"{_where(path)}: regex not understood by the engine: {e}") from None
         if _group_depth(pattern) > _REGEX_GROUP_LIMIT:
             raise ParserConfigError(f"{_where(path)}: regex groups nest more than {_REGEX_GROUP_LIMIT} levels deep")
         try:

@@ -5,7 +5,10 @@ every character (quadratic on a long ``\\d+`` call index), and threads that
 entered the leaf at different positions could never be merged. Here a
 pattern is parsed with Python's own regex parser (``re._parser``), turned
 into a Thompson NFA, and run as a lazily built DFA: a thread's state is one
-small integer, so equal states merge.
+small integer, so equal states merge. The patterns it gets from
+:mod:`.machine` are the engine's reading of a structural tag's regex,
+written back as flag-free Python syntax (``Grammar.regex_as_python``), so
+the reader and the mask agree on one dialect.
 
 Patterns outside the supported subset (backreferences, lookaround,
 possessive or atomic groups, anchors inside the pattern, case-insensitive or
@@ -15,6 +18,7 @@ back to re-matching over a bounded span.
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any, Callable, Optional
 
@@ -58,23 +62,34 @@ def _category(cat: Any) -> Pred:
 def _char_class(items: list[tuple[Any, Any]]) -> Pred:
     negate = False
     preds: list[Pred] = []
-    chars: set[str] = set()
+    ranges: list[tuple[int, int]] = []
     for op, av in items:
         if op is _c.NEGATE:
             negate = True
         elif op is _c.LITERAL:
-            chars.add(chr(av))
+            ranges.append((av, av))
         elif op is _c.RANGE:
-            lo, hi = av
-            preds.append(lambda ch, lo=lo, hi=hi: lo <= ord(ch) <= hi)
+            ranges.append((av[0], av[1]))
         elif op is _c.CATEGORY:
             preds.append(_category(av))
         else:
             raise _Unsupported(f"class item {op}")
-    frozen = frozenset(chars)
+    # Classes from the engine hold hundreds of ranges (a Unicode \w):
+    # merged, and found by bisection.
+    ranges.sort()
+    merged: list[list[int]] = []
+    for lo, hi in ranges:
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1][1] = max(merged[-1][1], hi)
+        else:
+            merged.append([lo, hi])
+    starts = [lo for lo, _ in merged]
+    ends = [hi for _, hi in merged]
 
     def inside(ch: str) -> bool:
-        return ch in frozen or any(p(ch) for p in preds)
+        c = ord(ch)
+        k = bisect.bisect_right(starts, c) - 1
+        return (k >= 0 and c <= ends[k]) or any(p(ch) for p in preds)
 
     return (lambda ch: not inside(ch)) if negate else inside
 
