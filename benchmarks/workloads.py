@@ -2,7 +2,7 @@
 
 A workload is a plain dict (it travels to the workers as JSON):
   name    -- e.g. "W0_generic_json", "E1_arith"
-  kind    -- "generic_json" | "schema" | "ebnf"
+  kind    -- "generic_json" | "schema" | "ebnf" | "lark" (Lark only)
   schema  -- JSON Schema (kind == "schema")
   gbnf    -- GBNF text, root rule "root" (formcast, xgrammar)
   lark    -- the same language in llguidance's Lark dialect
@@ -287,6 +287,76 @@ order_id,customer,email,city,order_date,amount,discount,note
 '''
 
 
+# --- L1: a SQL subset written in Lark (whitespace through %ignore) ---------
+# Native Lark, compiled by formcast's Lark front-end (Grammar.from_lark) and
+# by llguidance's. Keywords are upper case and names lower case, so
+# llguidance's greedy lexer and formcast's reading of the grammar as a
+# context-free language cut the document into the same lexemes. The document
+# ends with its last lexeme: llguidance would also take trailing whitespace
+# there (another statement could follow), formcast never takes skipped text
+# after the last lexeme.
+
+SQL_LARK = r"""
+start: statement (";" statement)* ";"
+statement: select | insert | update | delete
+select: "SELECT" "DISTINCT"? select_list "FROM" table_ref join* where? group_by? order_by? limit?
+select_list: "*" | select_item ("," select_item)*
+select_item: expr ("AS" NAME)?
+table_ref: NAME ("AS" NAME)?
+join: ("INNER" | "LEFT")? "JOIN" table_ref "ON" expr
+where: "WHERE" expr
+group_by: "GROUP" "BY" expr ("," expr)* ("HAVING" expr)?
+order_by: "ORDER" "BY" order_item ("," order_item)*
+order_item: expr ("ASC" | "DESC")?
+limit: "LIMIT" INT ("OFFSET" INT)?
+insert: "INSERT" "INTO" NAME "(" NAME ("," NAME)* ")" "VALUES" row ("," row)*
+row: "(" expr ("," expr)* ")"
+update: "UPDATE" NAME "SET" assignment ("," assignment)* where?
+assignment: NAME "=" expr
+delete: "DELETE" "FROM" NAME where?
+expr: and_expr ("OR" and_expr)*
+and_expr: not_expr ("AND" not_expr)*
+not_expr: "NOT" not_expr | comparison
+comparison: sum (COMPOP sum | "IS" "NOT"? "NULL" | "IN" "(" (select | expr ("," expr)*) ")" | "LIKE" STRING | "BETWEEN" sum "AND" sum)?
+sum: product (ADDOP product)*
+product: unary (MULOP unary)*
+unary: "-"? atom
+atom: NUMBER | STRING | "NULL" | "TRUE" | "FALSE" | column | func_call | "(" expr ")" | "(" select ")"
+column: NAME ("." NAME)?
+func_call: FUNC "(" ("*" | "DISTINCT"? expr ("," expr)*) ")"
+FUNC: "COUNT" | "SUM" | "AVG" | "MIN" | "MAX" | "LOWER" | "UPPER" | "COALESCE"
+COMPOP: "=" | "!=" | "<>" | "<=" | ">=" | "<" | ">"
+ADDOP: "+" | "-" | "||"
+MULOP: "*" | "/" | "%"
+NAME: /[a-z_][a-z0-9_]*/
+STRING: /'([^'\n]|'')*'/
+NUMBER: /[0-9]+(\.[0-9]+)?/
+INT: /[0-9]+/
+%import common.WS
+%ignore WS
+"""
+
+SQL_DOC = """\
+SELECT c.name, COUNT(*) AS orders, SUM(o.amount * (1 - o.discount / 100)) AS revenue
+FROM customers AS c
+LEFT JOIN orders AS o ON o.customer_id = c.id AND o.status <> 'cancelled'
+WHERE c.country IN ('FR', 'DE', 'IT') AND c.created_at >= '2024-01-01'
+    AND NOT c.email LIKE '%@example.com' AND c.score BETWEEN 10 AND 99.5
+GROUP BY c.name HAVING COUNT(*) > 2
+ORDER BY revenue DESC, c.name ASC
+LIMIT 50 OFFSET 100;
+INSERT INTO audit_log (actor, action, detail, at)
+VALUES ('batch_job', 'recompute', 'customer''s revenue, top 50', 1718000000),
+       ('batch_job', 'notify', NULL, 1718000001);
+UPDATE customers SET tier = 'gold', score = score + 5 WHERE id IN (SELECT customer_id FROM orders WHERE amount > 1000);
+DELETE FROM sessions WHERE expires_at < 1718000000 OR user_id IS NULL;
+SELECT DISTINCT LOWER(city) || ', ' || UPPER(country) AS place FROM addresses WHERE city IS NOT NULL ORDER BY place;"""
+
+LARK_WORKLOADS = [
+    dict(name="L1_sql_lark", kind="lark", gbnf=None, lark=SQL_LARK, regex=None, doc=SQL_DOC),
+]
+
+
 EBNF_WORKLOADS = [
     dict(name="E1_arith", kind="ebnf", gbnf=ARITH_GBNF, lark=ARITH_LARK, regex=None, doc=ARITH_DOC),
     dict(name="E2_chess", kind="ebnf", gbnf=CHESS_GBNF, lark=CHESS_LARK, regex=CHESS_REGEX, doc=CHESS_DOC),
@@ -306,8 +376,9 @@ def load_shared_workloads(directory=WORKLOAD_DIR):
 
 
 def all_workloads():
-    """W0 first (generic JSON), then our EBNF grammars, then the schemas."""
+    """W0 first (generic JSON), then our EBNF grammars, the Lark ones, then
+    the schemas."""
     shared = load_shared_workloads()
     generic = [w for w in shared if w["kind"] == "generic_json"]
     schemas = [w for w in shared if w["kind"] == "schema"]
-    return generic + EBNF_WORKLOADS + schemas
+    return generic + EBNF_WORKLOADS + LARK_WORKLOADS + schemas

@@ -34,6 +34,8 @@ class Engine:
             # JSON Schema's own defaults (extra properties allowed unless
             # the schema says otherwise), like llguidance's.
             g = fc.Grammar.from_json_schema(workload["schema_text"], strict=False)
+        elif kind == "lark":
+            g = fc.Grammar.from_lark(workload["lark"], self.tok)
         else:
             g = fc.Grammar.from_ebnf(workload["gbnf"], root="root")
         return self.compiler.compile(g)

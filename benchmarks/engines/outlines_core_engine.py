@@ -26,7 +26,7 @@ class Engine:
         self.vocab_size = len(ranks) + llama3_vocab.N_SPECIAL
 
     def unsupported(self, workload):
-        if workload["kind"] == "ebnf" and not workload.get("regex"):
+        if workload["kind"] in ("ebnf", "lark") and not workload.get("regex"):
             return "not a regular language (regex-only engine)"
         return None
 

@@ -29,6 +29,8 @@ class Engine:
         self.compiler = xgr.GrammarCompiler(self.info, max_threads=1, cache_enabled=False)
 
     def unsupported(self, workload):
+        if workload["kind"] == "lark" and not hasattr(self.compiler, "compile_lark"):
+            return "no Lark front-end in this xgrammar"
         return None
 
     def compile(self, workload):
@@ -43,6 +45,8 @@ class Engine:
             # additionalProperties defaults to true as in JSON Schema (and in
             # llguidance and formcast here): the same language everywhere.
             return self.compiler.compile_json_schema(workload["schema_text"], strict_mode=False)
+        if kind == "lark":
+            return self.compiler.compile_lark(workload["lark"])
         return self.compiler.compile_grammar(workload["gbnf"], root_rule_name="root")
 
     def new_matcher(self, compiled, previous=None):
