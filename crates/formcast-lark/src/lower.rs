@@ -941,3 +941,64 @@ fn substitute(e: &mut Expr, skip: RuleId, body: &Expr) {
         _ => {}
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{parse_lark, LarkOptions};
+    use formcast_grammar::Expr;
+
+    fn rules(text: &str) -> Vec<(String, Expr)> {
+        let g = parse_lark(text, &LarkOptions::default()).unwrap_or_else(|e| panic!("{e}")).grammar;
+        g.rules.into_iter().map(|r| (r.name, r.body)).collect()
+    }
+
+    fn body(text: &str, name: &str) -> Expr {
+        rules(text).into_iter().find(|(n, _)| n == name).unwrap_or_else(|| panic!("no rule {name}")).1
+    }
+
+    #[test]
+    fn terminals_are_inlined_and_rules_referenced() {
+        let b = body("start: A b\nA: \"x\" B\nB: \"y\"\nb: \"z\"", "start");
+        assert_eq!(b, Expr::Seq(vec![Expr::Seq(vec![Expr::literal("x"), Expr::literal("y")]), Expr::Rule(1)]));
+    }
+
+    #[test]
+    fn skip_precedes_every_lexeme_but_the_first() {
+        let skip = Expr::star(Expr::literal(" "));
+        let b = body("start: \"a\" \"b\"\n%ignore \" \"", "start");
+        assert_eq!(b, Expr::Seq(vec![Expr::Seq(vec![skip.clone(), Expr::literal("a")]), Expr::Seq(vec![skip.clone(), Expr::literal("b")])]));
+        // The root is the copy without the first skip.
+        let first = body("start: \"a\" \"b\"\n%ignore \" \"", "start^first");
+        assert_eq!(first, Expr::Seq(vec![Expr::literal("a"), Expr::Seq(vec![skip, Expr::literal("b")])]));
+        let g = parse_lark("start: \"a\" \"b\"\n%ignore \" \"", &LarkOptions::default()).unwrap().grammar;
+        assert_eq!(g.rules[g.root as usize].name, "start^root");
+    }
+
+    #[test]
+    fn once_skips_are_optional() {
+        let b = body("%llguidance {\"skip_repetition\": \"once\"}\nstart: \"a\" \"b\"\n%ignore \" \"", "start");
+        let Expr::Seq(v) = b else { panic!() };
+        assert_eq!(v[0], Expr::Seq(vec![Expr::optional(Expr::literal(" ")), Expr::literal("a")]));
+    }
+
+    #[test]
+    fn large_terminals_become_rules() {
+        let alts: Vec<String> = (0..300).map(|i| format!("\"w{i}\"")).collect();
+        let text = format!("start: W W\nW: {}", alts.join(" | "));
+        let rs = rules(&text);
+        let w = rs.iter().position(|(n, _)| n == "W").expect("a rule for W");
+        assert_eq!(rs[0].1, Expr::Seq(vec![Expr::Rule(w as u32), Expr::Rule(w as u32)]));
+    }
+
+    #[test]
+    fn token_sets() {
+        use crate::Tokens;
+        let resolve = |_: &str| None;
+        let o = LarkOptions { tokens: Some(Tokens { resolve: &resolve, vocab_size: 10 }), ..Default::default() };
+        let b = parse_lark("start: <[0-7]>", &o).unwrap().grammar;
+        // More than half the vocabulary: written as its complement.
+        assert_eq!(b.rules[0].body, Expr::AnyTokenExcept(vec![8, 9]));
+        let b = parse_lark("start: <[2,4]>", &o).unwrap().grammar;
+        assert_eq!(b.rules[0].body, Expr::Alt(vec![Expr::Token(2), Expr::Token(4)]));
+    }
+}

@@ -837,3 +837,77 @@ impl<'a> Parser<'a> {
         Ok(json)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Vec<Stmt> {
+        Parser::new(text).statements().unwrap_or_else(|e| panic!("{text:?}: {e}"))
+    }
+
+    fn body(text: &str) -> Alts {
+        match parse(text).into_iter().next() {
+            Some(Stmt::Def { body, .. }) => body,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn definitions_and_directives() {
+        let s = parse("?start: a\n!a: \"x\"\nB: /y/i\n%ignore B\n%import common.WS -> SP\n%import common (INT, WORD)\n%llguidance {\"no_forcing\": true}");
+        assert_eq!(s.len(), 8);
+        assert!(matches!(&s[0], Stmt::Def { name, terminal: false, .. } if name == "start"));
+        assert!(matches!(&s[2], Stmt::Def { name, terminal: true, .. } if name == "B"));
+        assert!(matches!(&s[3], Stmt::Ignore { .. }));
+        assert!(matches!(&s[4], Stmt::Import { name, alias, .. } if name == "WS" && alias == "SP"));
+        assert!(matches!(&s[6], Stmt::Import { name, .. } if name == "WORD"));
+        assert!(matches!(&s[7], Stmt::Options { .. }));
+        assert!(is_terminal_name("_FOO") && !is_terminal_name("_foo") && is_terminal_name("A-B"));
+    }
+
+    #[test]
+    fn continuation_lines_only_before_a_bar() {
+        assert_eq!(body("start: \"a\"\n  // comment\n\n  | \"b\" # c\n  | \"c\"").alts.len(), 3);
+        assert!(Parser::new("start: \"a\"\n  \"b\"").statements().is_err());
+        // Inside brackets line breaks are free.
+        assert_eq!(body("start: (\"a\"\n \"b\")").alts.len(), 1);
+    }
+
+    #[test]
+    fn atoms_and_operators() {
+        let b = body(r#"start: "a\n"i "a".."z" /x\/y/si <[^1, 3-5]> <|eot|> @g %json {"a": "}"} x~2..3 y{,4} z+ -> alias"#);
+        let items = &b.alts[0];
+        assert!(matches!(&items[0].atom, Atom::Lit { value, ci: true } if value == "a\n"));
+        assert!(matches!(&items[1].atom, Atom::Range { lo: 'a', hi: 'z' }));
+        assert!(matches!(&items[2].atom, Atom::Regex { pattern, flags, .. } if pattern == "x/y" && flags == "si"));
+        assert!(matches!(&items[3].atom, Atom::Tokens(TokenSpec::Ids { negated: true, ranges, wildcard: false }) if ranges == &[(1, 1), (3, 5)]));
+        assert!(matches!(&items[4].atom, Atom::Tokens(TokenSpec::Named(t)) if t == "<|eot|>"));
+        assert!(matches!(&items[5].atom, Atom::GrammarRef(g) if g == "g"));
+        assert!(matches!(&items[6].atom, Atom::Json(Json::Obj(kv)) if kv[0].0 == "a"));
+        assert_eq!(items[7].ops.iter().map(|o| o.0).collect::<Vec<_>>(), vec![Op::Count(2, Some(3))]);
+        assert_eq!(items[8].ops[0].0, Op::Count(0, Some(4)));
+        assert_eq!(items[9].ops[0].0, Op::Plus);
+        assert_eq!(items.len(), 10, "the alias ends the alternative");
+    }
+
+    #[test]
+    fn string_escapes() {
+        let b = body(r#"start: "\t\r\f\v\b\a\0\\\"\'\/\x41\u00e9\U0001F600""#);
+        assert!(matches!(&b.alts[0][0].atom, Atom::Lit { value, .. } if value == "\t\r\x0C\x0B\x08\x07\0\\\"'/Aé😀"));
+        let e = Parser::new(r#"start: "\ud800""#).statements().unwrap_err();
+        assert!(e.message.contains("not a Unicode scalar value"), "{e}");
+    }
+
+    #[test]
+    fn errors_point_at_the_place() {
+        let e = Parser::new("start: \"a\"\n  | ( \"b\"").statements().unwrap_err();
+        assert_eq!((e.line, e.column), (2, 10));
+        assert!(e.message.contains("to close the '(' at line 2, column 5"), "{e}");
+        assert_eq!(e.source_line, "  | ( \"b\"");
+        let e = Parser::new("start: <abc").statements().unwrap_err();
+        assert_eq!((e.kind, e.column), (ErrorKind::Syntax, 8));
+        let shown = e.to_string();
+        assert!(shown.ends_with("  start: <abc\n         ^"), "{shown}");
+    }
+}
