@@ -78,7 +78,9 @@ _STRUCT_RUN_RE = re.compile(r"[}\]][ \t\r\n]*,|,[ \t\r\n]*[\[{]")
 # A closer with more than closers after it.
 _CLOSER_MORE_RE = {c: re.compile(re.escape(c) + r"[ \t\r\n]*[^ \t\r\n\]}]") for c in "}]"}
 # After a bare key: the rest of a key that lost its opening quote ('a:b": 1').
-_LOST_OPENER_RE = re.compile("([^\\n\"'\u201c\u201d\u2018\u2019]{0,64})[\"'\u201d\u2019][ \\t]*:")
+# No brackets or commas in it: 'A: {":": 1}' is the bare key A and an object
+# whose key is ":".
+_LOST_OPENER_RE = re.compile("([^\\n\"'\u201c\u201d\u2018\u2019{}\\[\\],]{0,64})[\"'\u201d\u2019][ \\t]*:")
 # Structure that a string re-read past a quote must not take in: an opener before
 # a quote, a quoted key, '}, ' or ', ['.
 _SWALLOWED_RE = re.compile(r"[\[{][ \t\r\n]*[\"']|[\"'][ \t]*:[ \t]*[\"'\[{\d]|[}\]][ \t\r\n]*,|,[ \t\r\n]*[\[{]")
