@@ -43,6 +43,10 @@ pub enum Format {
     ConstString { value: String },
     JsonSchema { schema: Json, style: Style, any_order: bool, max_whitespace_cnt: Option<u32>, excludes: Vec<String> },
     Grammar { ebnf: String },
+    /// Lark text in llguidance's dialect (formcast extension; OpenAI custom
+    /// tools' `lark` grammars). Special tokens are refused: they resolve
+    /// through no vocabulary here.
+    Lark { text: String },
     Regex { pattern: String },
     AnyText { excludes: Vec<String>, max_tokens: Option<u32>, max_chars: Option<u32> },
     Sequence { elements: Vec<Node> },
@@ -70,6 +74,7 @@ impl Format {
             Format::ConstString { .. } => "const_string",
             Format::JsonSchema { .. } => "json_schema",
             Format::Grammar { .. } => "grammar",
+            Format::Lark { .. } => "lark",
             Format::Regex { .. } => "regex",
             Format::AnyText { .. } => "any_text",
             Format::Sequence { .. } => "sequence",

@@ -216,6 +216,19 @@ impl<'a> Lowerer<'a> {
                     })?;
                 self.embed(path, g)?
             }
+            Format::Lark { text } => {
+                let g = formcast_lark::parse_lark(text, &formcast_lark::LarkOptions::default()).map_err(|e| {
+                    let kind = if e.kind == formcast_lark::ErrorKind::Limit { ErrorKind::Limit } else { ErrorKind::Invalid };
+                    err(kind, &format!("{path}.grammar"), ty, "grammar", e.to_string())
+                })?;
+                self.warnings.extend(g.warnings.iter().map(|w| format!("{path}.grammar: {w}")));
+                let g = g.grammar;
+                formcast_grammar::validate(&g).map_err(|e| {
+                    let kind = if matches!(e, formcast_grammar::GrammarError::Limit(_)) { ErrorKind::Limit } else { ErrorKind::Invalid };
+                    err(kind, &format!("{path}.grammar"), ty, "grammar", e.to_string())
+                })?;
+                self.embed(path, g)?
+            }
             Format::Regex { pattern } => {
                 let g = formcast_grammar::regex_grammar(pattern).map_err(|e| {
                     let kind = if matches!(e, formcast_grammar::GrammarError::Limit(_)) { ErrorKind::Limit } else { ErrorKind::Invalid };

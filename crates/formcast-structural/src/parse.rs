@@ -263,6 +263,13 @@ impl<'a> Reader<'a> {
                     _ => return Err(o.err("grammar", "Grammar format must have a grammar field with a non-empty string")),
                 }
             }
+            "lark" => {
+                o.only(&["grammar"])?;
+                match o.get("grammar").and_then(Json::as_str) {
+                    Some(g) if !g.is_empty() => Format::Lark { text: g.into() },
+                    _ => return Err(o.err("grammar", "Lark format must have a grammar field with a non-empty string")),
+                }
+            }
             "regex" => {
                 o.only(&["pattern"])?;
                 match o.get("pattern").and_then(Json::as_str) {
@@ -627,6 +634,7 @@ const TYPES: &[&str] = &[
     "json_schema",
     "qwen_xml_parameter",
     "grammar",
+    "lark",
     "regex",
     "any_text",
     "sequence",

@@ -238,3 +238,12 @@ fn json_schema_excludes_that_cannot_be_enforced_everywhere() {
     assert!(e.message.contains("unsatisfiable"), "{e}");
 }
 
+
+#[test]
+fn lark_format() {
+    let ok = compile_str(&wrap(r#"{"type": "lark", "grammar": "start: \"a\" NUM\nNUM: /[0-9]+/"}"#), None, &Options::default());
+    assert!(ok.is_ok(), "{:?}", ok.err());
+    check(r#"{"type": "lark", "grammar": "start: x"}"#, "format.grammar", "lark", "grammar", "undefined rule 'x'");
+    check(r#"{"type": "lark", "grammar": ""}"#, "format.grammar", "lark", "grammar", "Lark format must have a grammar field");
+    check(r#"{"type": "lark", "grammar": "start: \"a\"", "x": 1}"#, "format.x", "lark", "x", "unknown field 'x'");
+}

@@ -1,5 +1,6 @@
 """Output → message: splitting generated text into content, reasoning and
-tool calls, whole or as streaming deltas in OpenAI's ``delta`` shape.
+tool calls, whole or as streaming deltas in OpenAI's ``delta`` shape (a
+custom tool's call as ``{"type": "custom", "custom": {"name", "input"}}``).
 
 :class:`PlainReader` passes text through as content. :class:`StyleReader`
 reads the text with the structural tag that constrained it
@@ -91,22 +92,28 @@ class StyleReader:
                     self._calls.append({"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
                     self._arguments.append([])
                 call = self._calls[d.index]
+                if d.type == "custom":
+                    # An OpenAI custom tool: {"custom": {"name", "input"}}.
+                    call["type"] = "custom"
+                    call.pop("function", None)
+                    call["custom"] = {"name": "", "input": ""}
+                kind, text = ("custom", "input") if call["type"] == "custom" else ("function", "arguments")
                 item: dict[str, Any] = {"index": d.index}
                 if d.id is not None:
                     call["id"] = d.id
                     item["id"] = d.id
-                    item["type"] = "function"
+                    item["type"] = kind
                 fn: dict[str, Any] = {}
                 if d.name is not None:
-                    call["function"]["name"] = d.name
+                    call[kind]["name"] = d.name
                     fn["name"] = d.name
                 if d.arguments:
                     self._arguments[d.index].append(d.arguments)
-                    fn["arguments"] = d.arguments
+                    fn[text] = d.arguments
                 elif d.name is not None:
-                    fn["arguments"] = ""
+                    fn[text] = ""
                 if fn:
-                    item["function"] = fn
+                    item[kind] = fn
                 out.append({"tool_calls": [item]})
         return out
 
@@ -124,7 +131,10 @@ class StyleReader:
         for call, parts in zip(self._calls, self._arguments):
             if len(parts) > 1:
                 parts[:] = ["".join(parts)]
-            call["function"]["arguments"] = parts[0] if parts else ""
+            if call["type"] == "custom":
+                call["custom"]["input"] = parts[0] if parts else ""
+            else:
+                call["function"]["arguments"] = parts[0] if parts else ""
         return [c for c in self._calls if c["id"] is not None]
 
     def message(self) -> dict:

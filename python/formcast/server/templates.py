@@ -163,6 +163,13 @@ def normalize_messages(messages: Any) -> list[dict]:
             fixed = []
             for k, call in enumerate(calls):
                 call = dict(call)
+                if call.get("type") == "custom":
+                    # Templates know function calls: a custom call's input
+                    # is shown as its arguments, as the tool style writes it.
+                    custom = call.get("custom") or {}
+                    fixed.append({"id": call.get("id"), "type": "function",
+                                  "function": {"name": custom.get("name", ""), "arguments": custom.get("input", "")}})
+                    continue
                 fn = dict(call.get("function") or {})
                 args = fn.get("arguments")
                 if isinstance(args, str):

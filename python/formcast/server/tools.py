@@ -42,12 +42,53 @@ class ToolPlan:
         return self.mode != "none" and bool(self.allowed)
 
     def template_tools(self) -> Optional[list[dict]]:
-        """The tools as chat templates expect them (the OpenAI definitions)."""
-        return self.tools or None
+        """The tools as chat templates expect them (the OpenAI definitions;
+        a custom tool as a function whose description says how its input
+        is written, since templates know only functions)."""
+        return [_as_function(t) for t in self.tools] or None
+
+
+def _name(tool: dict) -> str:
+    return tool["custom"]["name"] if tool.get("type") == "custom" else tool["function"]["name"]
 
 
 def _names(tools: list[dict]) -> list[str]:
-    return [t["function"]["name"] for t in tools]
+    return [_name(t) for t in tools]
+
+
+def _as_function(tool: dict) -> dict:
+    """A custom tool shown to a chat template (or the tool prompt) as a function."""
+    if tool.get("type") != "custom":
+        return tool
+    c = tool["custom"]
+    fmt = c.get("format") or {"type": "text"}
+    how = "Write its input as plain text in place of the arguments object"
+    if fmt.get("type") == "grammar":
+        g = fmt["grammar"]
+        how += f"; the input must match this {g['syntax']} grammar:\n{g['definition']}"
+    desc = (c.get("description") or "").strip()
+    return {"type": "function", "function": {"name": c["name"], "description": (desc + "\n" if desc else "") + how + "."}}
+
+
+def _check_custom(i: int, custom: Mapping[str, Any]) -> None:
+    """A custom tool's grammar compiles (the same reading the constraint
+    uses: ``regex`` in the Rust syntax, ``lark`` through ``Grammar.from_lark``)."""
+    from .. import FormcastError, Grammar
+
+    fmt = custom.get("format") or {"type": "text"}
+    if fmt.get("type") != "grammar":
+        return
+    g = fmt["grammar"]
+    where = f"tools[{i}].custom.format.grammar.definition"
+    try:
+        if g["syntax"] == "regex":
+            Grammar.from_regex(g["definition"])
+        elif not hasattr(Grammar, "from_lark"):
+            raise APIError(400, "lark grammars are not available in this build", param=where)
+        else:
+            Grammar.from_lark(g["definition"])
+    except (FormcastError, ValueError) as e:
+        raise APIError(400, f"{where}: the {g['syntax']} grammar is invalid: {e}", param=where) from None
 
 
 def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
@@ -67,6 +108,13 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
         raise APIError(400, "'tools' must be an array", param="tools")
     clean: list[dict] = []
     for i, t in enumerate(tools):
+        if isinstance(t, Mapping) and t.get("type") == "custom":
+            custom = t.get("custom")
+            if not isinstance(custom, Mapping) or not isinstance(custom.get("name"), str) or not custom["name"]:
+                raise APIError(400, f"tools[{i}].custom.name must be a non-empty string", param=f"tools[{i}].custom.name")
+            _check_custom(i, custom)
+            clean.append({"type": "custom", "custom": dict(custom)})
+            continue
         fn = t.get("function") if isinstance(t, Mapping) else None
         if not isinstance(t, Mapping) or t.get("type", "function") != "function" or not isinstance(fn, Mapping):
             raise APIError(400, f"tools[{i}] must be {{'type': 'function', 'function': {{...}}}}", param=f"tools[{i}]")
@@ -87,8 +135,9 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
         pass
     elif choice in ("none", "required"):
         mode = choice
-    elif isinstance(choice, Mapping) and choice.get("type") == "function":
-        fname = (choice.get("function") or {}).get("name") if isinstance(choice.get("function"), Mapping) else choice.get("name")
+    elif isinstance(choice, Mapping) and choice.get("type") in ("function", "custom"):
+        kind = choice["type"]
+        fname = (choice.get(kind) or {}).get("name") if isinstance(choice.get(kind), Mapping) else choice.get("name")
         if fname not in names:
             raise APIError(400, f"tool_choice names {fname!r}, which is not in 'tools'", param="tool_choice")
         mode, allowed, forced = "named", [fname], fname
@@ -100,7 +149,8 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
         listed = spec.get("tools") or []
         picked = []
         for t in listed:
-            n = (t.get("function") or {}).get("name") if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping) else (t.get("name") if isinstance(t, Mapping) else None)
+            body = t.get("custom" if t.get("type") == "custom" else "function") if isinstance(t, Mapping) else None
+            n = body.get("name") if isinstance(body, Mapping) else (t.get("name") if isinstance(t, Mapping) else None)
             if n not in names:
                 raise APIError(400, f"allowed_tools lists {n!r}, which is not in 'tools'", param="tool_choice")
             picked.append(n)
@@ -110,8 +160,8 @@ def plan_tools(req: Mapping[str, Any]) -> Optional[ToolPlan]:
     else:
         raise APIError(
             400,
-            "'tool_choice' must be 'auto', 'none', 'required', {'type': 'function', 'function': {'name': ...}} "
-            "or {'type': 'allowed_tools', ...}",
+            "'tool_choice' must be 'auto', 'none', 'required', {'type': 'function', 'function': {'name': ...}}, "
+            "{'type': 'custom', 'custom': {'name': ...}} or {'type': 'allowed_tools', ...}",
             param="tool_choice",
         )
     return ToolPlan(clean, mode, allowed, forced, True if parallel is None else parallel)
@@ -146,7 +196,7 @@ def tool_system_prompt(plan: ToolPlan) -> str:
     """The tool section for templates that do not render ``tools``."""
     import json
 
-    sigs = "\n".join(json.dumps(t["function"], ensure_ascii=False) for t in plan.tools if t["function"]["name"] in plan.allowed)
+    sigs = "\n".join(json.dumps(_as_function(t)["function"], ensure_ascii=False) for t in plan.tools if _name(t) in plan.allowed)
     return _HERMES_SYSTEM.format(tools=sigs)
 
 

@@ -114,12 +114,32 @@ class CalledFunction(_Body):
     arguments: _either("a JSON string or an object", string=str, object=JsonObject)  # type: ignore[valid-type]
 
 
+class CalledCustom(_Body):
+    """``tool_calls[].custom`` of an assistant message in the history."""
+
+    name: str
+    input: str
+
+
 class HistoryToolCall(_Body):
-    """A tool call made by the assistant earlier in the conversation."""
+    """A tool call made by the assistant earlier in the conversation: a
+    function call, or a custom tool's (``type`` ``custom``, ``custom``
+    holding ``name`` and ``input``)."""
 
     id: str
-    type: Literal["function"] = "function"
-    function: CalledFunction
+    type: Literal["function", "custom"] = "function"
+    function: Optional[CalledFunction] = None
+    custom: Optional[CalledCustom] = None
+
+    @model_validator(mode="after")
+    def _one_body(self) -> "HistoryToolCall":
+        want = "custom" if self.type == "custom" else "function"
+        other = "function" if want == "custom" else "custom"
+        if getattr(self, want) is None:
+            raise _FieldError(want, f"'{want}' is required for a tool call of type '{self.type}'")
+        if getattr(self, other) is not None:
+            raise _FieldError(other, f"'{other}' is not allowed on a tool call of type '{self.type}'")
+        return self
 
 
 class ChatMessage(_Body):
@@ -165,11 +185,66 @@ class FunctionDefinition(_Body):
     strict: Optional[bool] = None
 
 
-class Tool(_Body):
-    """One tool (only function tools)."""
+class FunctionTool(_Body):
+    """A function tool."""
 
     type: Literal["function"] = "function"
     function: FunctionDefinition
+
+
+class CustomGrammar(_Body):
+    """``custom.format.grammar``: the input's grammar. ``regex`` is Rust
+    regex syntax (as OpenAI documents it); ``lark`` is llguidance's Lark."""
+
+    syntax: Literal["lark", "regex"]
+    definition: Annotated[str, Field(min_length=1)]
+
+
+class _CustomFormatText(_Body):
+    type: Literal["text"]
+
+
+class _CustomFormatGrammar(_Body):
+    type: Literal["grammar"]
+    grammar: CustomGrammar
+
+
+_CUSTOM_FORMAT_TYPES_MSG = "'text' or 'grammar'"
+CustomFormat = Annotated[
+    Union[Annotated[_CustomFormatText, Tag("<text>")], Annotated[_CustomFormatGrammar, Tag("<grammar>")]],
+    Discriminator(
+        lambda v: f"<{v['type']}>" if isinstance(v, dict) and v.get("type") in ("text", "grammar") else None,
+        custom_error_type="wrong_json_type",
+        custom_error_message=_CUSTOM_FORMAT_TYPES_MSG,
+    ),
+]
+
+
+class CustomDefinition(_Body):
+    """``tools[].custom``: a tool whose input is raw text, free (``format``
+    absent or ``{"type": "text"}``) or following a grammar."""
+
+    name: Annotated[str, Field(min_length=1)]
+    description: Optional[str] = None
+    format: Optional[CustomFormat] = None  # type: ignore[valid-type]
+
+
+class CustomTool(_Body):
+    """An OpenAI custom tool."""
+
+    type: Literal["custom"]
+    custom: CustomDefinition
+
+
+_TOOL_TYPES_MSG = "'function' or 'custom'"
+Tool = Annotated[
+    Union[Annotated[FunctionTool, Tag("<function>")], Annotated[CustomTool, Tag("<custom>")]],
+    Discriminator(
+        lambda v: f"<{v.get('type', 'function')}>" if isinstance(v, dict) and v.get("type", "function") in ("function", "custom") else None,
+        custom_error_type="wrong_json_type",
+        custom_error_message=_TOOL_TYPES_MSG,
+    ),
+]
 
 
 ToolChoice = _either(
@@ -356,7 +431,7 @@ class ChatCompletionRequest(_Common, _Sampling, _Constraints):
     max_completion_tokens: Optional[Annotated[int, Field(ge=1)]] = None
     logprobs: Optional[bool] = None
     top_logprobs: Optional[Annotated[int, Field(ge=0, le=20)]] = None
-    tools: Optional[list[Tool]] = None
+    tools: Optional[list[Tool]] = None  # type: ignore[valid-type]
     tool_choice: Optional[ToolChoice] = None  # type: ignore[valid-type]
     parallel_tool_calls: Optional[bool] = None
     chat_template: Optional[str] = None
@@ -530,11 +605,11 @@ def _to_api_error(model: type[_Body], e: ValidationError) -> APIError:
     else:
         got = err.get("input")
         expectation = _expectation(err)
-        if err["type"] == "wrong_json_type" and err["msg"] == _FORMAT_TYPES_MSG:
+        if err["type"] == "wrong_json_type" and err["msg"] in (_FORMAT_TYPES_MSG, _TOOL_TYPES_MSG, _CUSTOM_FORMAT_TYPES_MSG):
             if isinstance(got, dict) and "type" in got:  # an unknown 'type': name that field
                 path, got = f"{path}.type", got["type"]
             else:
-                expectation = f"must be an object whose 'type' is {_FORMAT_TYPES_MSG}"
+                expectation = f"must be an object whose 'type' is {err['msg']}"
         message = f"'{path}' {expectation}"
         if err["type"] not in ("missing", "value_error"):
             message += f" (got {_describe(got)})"

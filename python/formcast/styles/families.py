@@ -20,6 +20,7 @@ from typing import Any, Callable, ClassVar, Optional
 from .formats import (
     CallRole,
     Format,
+    InputRole,
     Roles,
     TextRole,
     any_text,
@@ -34,7 +35,7 @@ from .formats import (
     triggered_tags,
 )
 from .registry import Style, register_style
-from .tools import FunctionTool, ReasoningMode, StyleError, ToolRequest
+from .tools import CustomTool, FunctionTool, ReasoningMode, StyleError, ToolRequest
 
 THINK = ("<think>", "</think>")
 
@@ -99,6 +100,13 @@ def _explicitly_open(schema: Any) -> bool:
     return bool(schema.get("patternProperties")) or (extra is not None and extra is not False)
 
 
+def custom_call(call: Callable[[str, Format], Format], tool: CustomTool, roles: Roles) -> Format:
+    """A custom tool's call: the family's call wrapper with the raw input
+    (free text, or text following the tool's grammar) where a function's
+    arguments go."""
+    return roles.mark(call(tool.name, roles.mark(tool.content(), InputRole())), CallRole(tool.name, "custom"))
+
+
 def with_reasoning(prefix: Optional[Format], body: Format) -> Format:
     return sequence(prefix, body) if prefix is not None else body
 
@@ -138,7 +146,8 @@ class Family(Style):
         return json_schema(schema, self.args_style)
 
     def calls(self, request: ToolRequest, roles: Roles) -> list[Format]:
-        return [roles.mark(self.call(fn.name, self.arguments(fn)), CallRole(fn.name)) for fn in request.functions]
+        return [custom_call(self.call, fn, roles) if isinstance(fn, CustomTool)
+                else roles.mark(self.call(fn.name, self.arguments(fn)), CallRole(fn.name)) for fn in request.functions]
 
     def excludes(self, request: ToolRequest) -> list[str]:
         return list(self.special) if request.exclude_special_tokens else []
@@ -395,6 +404,11 @@ class HarmonyStyle(Style):
     def _calls(self, request: ToolRequest, roles: Roles, ex: list[str]) -> list[Format]:
         out = []
         for fn in request.functions:
+            if isinstance(fn, CustomTool):
+                for begin in (f"<|channel|>commentary to=functions.{fn.name}<|message|>",
+                              f" to=functions.{fn.name}<|channel|>commentary<|message|>"):
+                    out.append(custom_call(lambda name, content, begin=begin: tag(begin, content, "<|call|>"), fn, roles))
+                continue
             args = json_schema(fn.schema)
             for begin in (
                 f"<|channel|>commentary to=functions.{fn.name}<|constrain|>json<|message|>",
@@ -462,15 +476,12 @@ class KimiK3Style(Style):
             response = tag(response_begin, any_text(ex), response_end)
         block: Optional[Format] = None
         if request.calls_allowed:
+            def call(name: str, content: Format) -> Format:
+                return tag(f'<|open|>call tool="{name}" index="', sequence(regex(r"\d+"), const('"<|sep|>'), content), "<|close|>call<|sep|>")
+
             calls = [
-                roles.mark(
-                    tag(
-                        f'<|open|>call tool="{fn.name}" index="',
-                        sequence(regex(r"\d+"), const('"<|sep|>'), json_schema(fn.schema, "kimi_k3_xml")),
-                        "<|close|>call<|sep|>",
-                    ),
-                    CallRole(fn.name),
-                )
+                custom_call(call, fn, roles) if isinstance(fn, CustomTool)
+                else roles.mark(call(fn.name, json_schema(fn.schema, "kimi_k3_xml")), CallRole(fn.name))
                 for fn in request.functions
             ]
             if request.mode == "forced":

@@ -22,8 +22,9 @@ class CallRole:
 
     name: str
     # "function": arguments come from a json_schema node; "builtin": the
-    # free text inside the tag is the raw arguments (e.g. harmony's code).
-    kind: Literal["function", "builtin"] = "function"
+    # free text inside the tag is the raw arguments (e.g. harmony's code);
+    # "custom": an OpenAI custom tool, whose input is the InputRole node.
+    kind: Literal["function", "builtin", "custom"] = "function"
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,13 @@ class TextRole:
     verbatim: bool = False
 
 
-Role = Union[CallRole, TextRole]
+@dataclass(frozen=True)
+class InputRole:
+    """The raw input of a custom tool's call (its text, as written, is the
+    call's ``input``), inside a ``CallRole(kind="custom")`` tag."""
+
+
+Role = Union[CallRole, TextRole, InputRole]
 
 
 class Roles:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
@@ -17,7 +18,7 @@ import pydantic
 
 from .._depth import MAX_CHECK_DEPTH, NestingError, check_nesting
 
-__all__ = ["StyleError", "FunctionTool", "ToolRequest", "normalize_request", "ReasoningMode", "ANY_ARGUMENTS"]
+__all__ = ["StyleError", "FunctionTool", "CustomTool", "ToolRequest", "normalize_request", "ReasoningMode", "ANY_ARGUMENTS"]
 
 ReasoningMode = Literal["enabled", "auto", "disabled"]
 Mode = Literal["none", "auto", "required", "forced"]
@@ -58,12 +59,32 @@ class FunctionTool:
 
 
 @dataclass(frozen=True)
+class CustomTool:
+    """One OpenAI custom tool: the call's input is raw text, free
+    (``{"type": "text"}``) or following a grammar (``syntax`` ``"regex"``,
+    Rust regex syntax, or ``"lark"``)."""
+
+    name: str
+    #: ``"text"``, ``"regex"`` or ``"lark"``.
+    syntax: str = "text"
+    definition: str = ""
+
+    def content(self) -> dict[str, Any]:
+        """The structural-tag format of the call's input."""
+        if self.syntax == "regex":
+            return {"type": "regex", "pattern": self.definition}
+        if self.syntax == "lark":
+            return {"type": "lark", "grammar": self.definition}
+        return {"type": "any_text"}
+
+
+@dataclass(frozen=True)
 class ToolRequest:
     """A normalized request: which calls may appear, and how many."""
 
     #: The tools calls may name (already narrowed by ``allowed_tools``; one
-    #: tool when ``mode == "forced"``).
-    functions: tuple[FunctionTool, ...]
+    #: tool when ``mode == "forced"``): function and custom tools.
+    functions: tuple[Union[FunctionTool, CustomTool], ...]
     mode: Mode
     parallel: bool
     reasoning: ReasoningMode
@@ -90,13 +111,35 @@ def _as_dict(value: Any) -> Any:
     return value
 
 
-def _parse_tool(i: int, raw: Any) -> FunctionTool:
+def _parse_custom(where: str, raw: Mapping[str, Any]) -> CustomTool:
+    body = _as_dict(raw.get("custom", {k: v for k, v in raw.items() if k != "type"}))
+    if "custom" in raw:
+        where += ".custom"
+    if not isinstance(body, Mapping):
+        raise StyleError(f"{where} must be an object, not {type(body).__name__}")
+    name = body.get("name")
+    if not isinstance(name, str) or not re.fullmatch(_NAME_PATTERN[1:-1], name):
+        raise StyleError(f"{where}.name: must be 1 to 64 of A-Z a-z 0-9 _ . - (got {name!r})")
+    fmt = _as_dict(body.get("format", {"type": "text"}))
+    if not isinstance(fmt, Mapping) or fmt.get("type") not in ("text", "grammar"):
+        raise StyleError(f"{where}.format must be {{\"type\": \"text\"}} or {{\"type\": \"grammar\", \"grammar\": {{...}}}}")
+    if fmt["type"] == "text":
+        return CustomTool(name)
+    grammar = _as_dict(fmt.get("grammar"))
+    if not isinstance(grammar, Mapping) or grammar.get("syntax") not in ("regex", "lark") or not isinstance(grammar.get("definition"), str) or not grammar["definition"]:
+        raise StyleError(f"{where}.format.grammar must be {{\"syntax\": \"regex\" or \"lark\", \"definition\": a non-empty string}}")
+    return CustomTool(name, grammar["syntax"], grammar["definition"])
+
+
+def _parse_tool(i: int, raw: Any) -> Union[FunctionTool, CustomTool]:
     where = f"tools[{i}]"
     raw = _as_dict(raw)
     if not isinstance(raw, Mapping):
         raise StyleError(f"{where} must be an object, not {type(raw).__name__}")
+    if raw.get("type") == "custom":
+        return _parse_custom(where, raw)
     if raw.get("type", "function") != "function":
-        raise StyleError(f"{where}.type must be \"function\" (got {raw.get('type')!r}); pass built-in tools as builtin_tools")
+        raise StyleError(f"{where}.type must be \"function\" or \"custom\" (got {raw.get('type')!r}); pass built-in tools as builtin_tools")
     if "function" in raw:
         body, where = raw["function"], where + ".function"
         body = _as_dict(body)
@@ -157,8 +200,14 @@ def _schema_problem(schema: Any) -> Optional[tuple[str, str]]:
 
 def _choice_name(where: str, raw: Any) -> str:
     raw = _as_dict(raw)
+    if isinstance(raw, Mapping) and raw.get("type") == "custom":
+        body = _as_dict(raw.get("custom", raw))
+        name = body.get("name") if isinstance(body, Mapping) else None
+        if not isinstance(name, str):
+            raise StyleError(f"{where}{'.custom' if 'custom' in raw else ''}.name must be a string")
+        return name
     if not isinstance(raw, Mapping) or raw.get("type", "function") != "function":
-        raise StyleError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}}")
+        raise StyleError(f"{where} must be {{\"type\": \"function\", \"function\": {{\"name\": ...}}}} or {{\"type\": \"custom\", \"custom\": {{\"name\": ...}}}}")
     if "function" in raw:
         fn = _as_dict(raw["function"])
         name, at = (fn.get("name") if isinstance(fn, Mapping) else None), where + ".function.name"
@@ -169,7 +218,7 @@ def _choice_name(where: str, raw: Any) -> str:
     return name
 
 
-def _known(name: str, where: str, tools: Mapping[str, FunctionTool]) -> FunctionTool:
+def _known(name: str, where: str, tools: Mapping[str, Union[FunctionTool, CustomTool]]) -> Union[FunctionTool, CustomTool]:
     if name not in tools:
         known = ", ".join(sorted(tools)) or "none"
         raise StyleError(f"{where} names unknown function {name!r} (tools: {known})")
@@ -209,11 +258,12 @@ def normalize_request(
         tools = []
     if isinstance(tools, (str, bytes, Mapping)) or not isinstance(tools, Sequence):
         raise StyleError("tools must be a list of tool objects")
-    parsed: dict[str, FunctionTool] = {}
+    parsed: dict[str, Union[FunctionTool, CustomTool]] = {}
     for i, raw in enumerate(tools):
         fn = _parse_tool(i, raw)
         if fn.name in parsed:
-            raise StyleError(f"tools[{i}].function.name: duplicate function name {fn.name!r}")
+            field = "custom" if isinstance(fn, CustomTool) else "function"
+            raise StyleError(f"tools[{i}].{field}.name: duplicate tool name {fn.name!r}")
         parsed[fn.name] = fn
     builtins = []
     for i, b in enumerate(builtin_tools):

@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any, Mapping, Optional
 
-from ..styles.formats import MAX_FORMAT_DEPTH, CallRole, Path, Role, TextRole
+from ..styles.formats import MAX_FORMAT_DEPTH, CallRole, InputRole, Path, Role, TextRole
 from .. import _engine
 from . import jsonscan, regexdfa, xmlargs
 
@@ -242,6 +242,14 @@ class Compiler:
         return n
 
     def node(self, f: Any, path: Path, ctx: _Ctx, depth: int) -> Node:
+        n = self._node(f, path, ctx, depth)
+        if isinstance(self.roles.get(path), InputRole) and n.kind in (TEXT, REGEX):
+            # A custom tool's input: its text is the call's (REGEX leaves in
+            # calls are otherwise syntax, such as a call index).
+            n.call_kind = "input"
+        return n
+
+    def _node(self, f: Any, path: Path, ctx: _Ctx, depth: int) -> Node:
         self._depth(path, depth)
         self._nodes += 1
         if self._nodes > MAX_FORMATS:
@@ -255,7 +263,7 @@ class Compiler:
         d = depth + 1
         if t == "const_string":
             return self._lit(_string(f, "value", path), ctx)
-        if t in ("any_text", "grammar"):
+        if t in ("any_text", "grammar", "lark"):
             return _text_node(f.get("excludes", ()) if t == "any_text" else (), ctx)
         if t in ("exclude_token", "any_tokens"):
             return _text_node([_token_text(x) for x in f.get("exclude_tokens", ())], ctx)
@@ -376,9 +384,13 @@ def _find_args(node: Node) -> Optional[Node]:
         if id(n) in seen:
             continue
         seen.add(id(n))
-        if n.kind in (JSON, XML, TEXT):
+        if n.call_kind == "input":
             return n
         queue.extend(n.children)
+    # No custom input: the first JSON / XML / free text.
+    for n in queue:
+        if n.kind in (JSON, XML, TEXT):
+            return n
     return None
 
 
@@ -654,7 +666,10 @@ class Machine:
                     work.append(("c", cont, ev2))
                     self._run(work, nxt, out, guard)
             elif k == REGEX:
-                ev2 = ev if node.in_call else self._span(node, ev, pos)
+                if node.call_kind == "input":
+                    ev2 = _add_span(ev, "args", node, pos)
+                else:
+                    ev2 = ev if node.in_call else self._span(node, ev, pos)
                 if node.dfa is not None:
                     d2 = node.dfa.step(st, ch)
                     if d2 is regexdfa.DEAD or not d2:

@@ -31,13 +31,16 @@ __all__ = [
 @dataclass
 class ToolCall:
     """One tool call: ``arguments`` is JSON object text (for a built-in tool
-    with free-text input, that text as written)."""
+    with free-text input, and for a custom tool, whose ``type`` is
+    ``"custom"``, that text as written: its ``input``)."""
 
     id: str
     name: str
     arguments: str = ""
     #: False when the output ended inside the call (e.g. at max_tokens).
     complete: bool = False
+    #: ``"function"``, or ``"custom"`` for an OpenAI custom tool.
+    type: str = "function"
 
     @property
     def arguments_json(self) -> str:
@@ -76,6 +79,8 @@ class ToolCallDelta:
     arguments: str = ""
     id: Optional[str] = None
     name: Optional[str] = None
+    #: ``"custom"`` on the first delta of a custom tool's call (None: a function).
+    type: Optional[str] = None
 
 
 OutputDelta = Union[ContentDelta, ReasoningDelta, ToolCallDelta]
@@ -323,7 +328,7 @@ class OutputStreamParser:
     def result(self) -> ParsedOutput:
         """Everything released so far (all of it after :meth:`finish`)."""
         calls = [
-            ToolCall(id=c.id, name=c.name, arguments="".join(k.pieces), complete=k.closed)
+            ToolCall(id=c.id, name=c.name, arguments="".join(k.pieces), complete=k.closed, type=c.type)
             for c, k in zip(self._ids, self._calls)
         ]
         return ParsedOutput("".join(self._reasoning), "".join(self._content), calls, self._well_formed)
@@ -401,9 +406,9 @@ class OutputStreamParser:
             elif kind == "call":
                 call = _Call(len(self._calls), payload)
                 self._calls.append(call)
-                tc = ToolCall(id=self._call_id(call.index), name=payload.name)
+                tc = ToolCall(id=self._call_id(call.index), name=payload.name, type="custom" if payload.call_kind == "custom" else "function")
                 self._ids.append(tc)
-                out.append(ToolCallDelta(call.index, "", tc.id, tc.name))
+                out.append(ToolCallDelta(call.index, "", tc.id, tc.name, "custom" if tc.type == "custom" else None))
                 if payload.args is not None and payload.args.kind == XML:
                     self._send(call, "{", out)
             elif self._calls:
