@@ -120,10 +120,18 @@ def create_backend(server_args: Any, tokenizer: Any, vocab_size: int, eos_token_
     return backend
 
 
-def _allocate(vocab_size: int, batch_size: int) -> torch.Tensor:
+def _allocate(vocab_size: int, batch_size: int, device: Any = None) -> torch.Tensor:
     # Page-locked where CUDA is there, so the host-to-device copy can be
     # non-blocking; every token allowed until a row is filled.
     return torch.full((batch_size, (vocab_size + 31) // 32), -1, dtype=torch.int32, pin_memory=torch.cuda.is_available())
+
+
+def _move(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
+    return vocab_mask.to(device, non_blocking=True)
+
+
+def _apply(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
+    apply_token_bitmask_inplace(logits, vocab_mask)
 
 
 class FormcastGrammar(BaseGrammarObject):
@@ -160,8 +168,9 @@ class FormcastGrammar(BaseGrammarObject):
         return self.matcher.is_terminated()
 
     # -- masks ----------------------------------------------------------
-    def allocate_vocab_mask(self, vocab_size: int, batch_size: int, device: Any) -> torch.Tensor:
-        return _allocate(vocab_size, batch_size)
+    allocate_vocab_mask = staticmethod(_allocate)
+    move_vocab_mask = staticmethod(_move)
+    apply_vocab_mask = staticmethod(_apply)
 
     def fill_vocab_mask(self, vocab_mask: torch.Tensor, idx: int) -> None:
         _fill_rows([GrammarRow(row=idx, grammar=self)], vocab_mask)
@@ -173,14 +182,6 @@ class FormcastGrammar(BaseGrammarObject):
     @staticmethod
     def reset_vocab_mask(vocab_mask: torch.Tensor) -> None:
         vocab_mask.fill_(-1)
-
-    @staticmethod
-    def move_vocab_mask(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
-        apply_token_bitmask_inplace(logits, vocab_mask)
 
     # -- state ----------------------------------------------------------
     def copy(self) -> "FormcastGrammar":
@@ -278,17 +279,9 @@ class FormcastGrammarBackend(BaseGrammarBackend):
         self.vocab_size = vocab_size
 
     # The reasoning wrapper asks the backend for these.
-    @staticmethod
-    def allocate_vocab_mask(vocab_size: int, batch_size: int, device: Any) -> torch.Tensor:
-        return _allocate(vocab_size, batch_size)
-
-    @staticmethod
-    def move_vocab_mask(vocab_mask: torch.Tensor, device: Any) -> torch.Tensor:
-        return vocab_mask.to(device, non_blocking=True)
-
-    @staticmethod
-    def apply_vocab_mask(logits: torch.Tensor, vocab_mask: torch.Tensor) -> None:
-        apply_token_bitmask_inplace(logits, vocab_mask)
+    allocate_vocab_mask = staticmethod(_allocate)
+    move_vocab_mask = staticmethod(_move)
+    apply_vocab_mask = staticmethod(_apply)
 
     @property
     def is_support_token_filter(self) -> bool:

@@ -69,6 +69,29 @@ def _either(expected: str, **members: Any) -> Any:
     ]
 
 
+# The error messages of the unions chosen by an object's "type" field, so that
+# an unknown type is reported at '<path>.type' (see _message).
+_BY_TYPE_MESSAGES: set[str] = set()
+
+
+def _by_type(default: Optional[str] = None, **members: Any) -> Any:
+    """A union chosen by an object's ``"type"`` field (``default`` when the
+    field is absent); anything else is one error naming the allowed types."""
+    names = [f"'{n}'" for n in members]
+    expected = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+    _BY_TYPE_MESSAGES.add(expected)
+
+    def kind(v: Any) -> Optional[str]:
+        t = v.get("type", default) if isinstance(v, dict) else None
+        return f"<{t}>" if t in members else None
+
+    tagged = tuple(Annotated[t, Tag(f"<{n}>")] for n, t in members.items())
+    return Annotated[
+        Union[tagged],  # type: ignore[valid-type]
+        Discriminator(kind, custom_error_type="wrong_json_type", custom_error_message=expected),
+    ]
+
+
 Number = Annotated[float, Field(allow_inf_nan=False)]
 JsonObject = dict[str, Any]
 SchemaValue = _either("a JSON Schema (an object, a boolean or JSON text)", object=JsonObject, boolean=bool, string=str)
@@ -209,15 +232,7 @@ class _CustomFormatGrammar(_Body):
     grammar: CustomGrammar
 
 
-_CUSTOM_FORMAT_TYPES_MSG = "'text' or 'grammar'"
-CustomFormat = Annotated[
-    Union[Annotated[_CustomFormatText, Tag("<text>")], Annotated[_CustomFormatGrammar, Tag("<grammar>")]],
-    Discriminator(
-        lambda v: f"<{v['type']}>" if isinstance(v, dict) and v.get("type") in ("text", "grammar") else None,
-        custom_error_type="wrong_json_type",
-        custom_error_message=_CUSTOM_FORMAT_TYPES_MSG,
-    ),
-]
+CustomFormat = _by_type(text=_CustomFormatText, grammar=_CustomFormatGrammar)
 
 
 class CustomDefinition(_Body):
@@ -236,15 +251,7 @@ class CustomTool(_Body):
     custom: CustomDefinition
 
 
-_TOOL_TYPES_MSG = "'function' or 'custom'"
-Tool = Annotated[
-    Union[Annotated[FunctionTool, Tag("<function>")], Annotated[CustomTool, Tag("<custom>")]],
-    Discriminator(
-        lambda v: f"<{v.get('type', 'function')}>" if isinstance(v, dict) and v.get("type", "function") in ("function", "custom") else None,
-        custom_error_type="wrong_json_type",
-        custom_error_message=_TOOL_TYPES_MSG,
-    ),
-]
+Tool = _by_type(default="function", function=FunctionTool, custom=CustomTool)
 
 
 ToolChoice = _either(
@@ -308,29 +315,8 @@ class _TextFormatJsonSchema(_Body):
     strict: Optional[bool] = None
 
 
-_FORMAT_TYPES = ("text", "json_object", "json_schema", "structural_tag")
-_FORMAT_TYPES_MSG = "'text', 'json_object', 'json_schema' or 'structural_tag'"
-
-
-def _format_kind(v: Any) -> Optional[str]:
-    t = v.get("type") if isinstance(v, dict) else None
-    return f"<{t}>" if t in _FORMAT_TYPES else None
-
-
 def _format_union(json_schema: Any) -> Any:
-    return Annotated[
-        Union[
-            Annotated[_FormatText, Tag("<text>")],
-            Annotated[_FormatJsonObject, Tag("<json_object>")],
-            Annotated[json_schema, Tag("<json_schema>")],
-            Annotated[_FormatStructuralTag, Tag("<structural_tag>")],
-        ],
-        Discriminator(
-            _format_kind,
-            custom_error_type="wrong_json_type",
-            custom_error_message=_FORMAT_TYPES_MSG,
-        ),
-    ]
+    return _by_type(text=_FormatText, json_object=_FormatJsonObject, json_schema=json_schema, structural_tag=_FormatStructuralTag)
 
 
 ResponseFormat = _format_union(_FormatJsonSchema)
@@ -605,7 +591,7 @@ def _to_api_error(model: type[_Body], e: ValidationError) -> APIError:
     else:
         got = err.get("input")
         expectation = _expectation(err)
-        if err["type"] == "wrong_json_type" and err["msg"] in (_FORMAT_TYPES_MSG, _TOOL_TYPES_MSG, _CUSTOM_FORMAT_TYPES_MSG):
+        if err["type"] == "wrong_json_type" and err["msg"] in _BY_TYPE_MESSAGES:
             if isinstance(got, dict) and "type" in got:  # an unknown 'type': name that field
                 path, got = f"{path}.type", got["type"]
             else:
