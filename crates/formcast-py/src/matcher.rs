@@ -169,15 +169,18 @@ impl GrammarMatcher {
     }
 
     /// Writes the allowed-next-token mask into row `index` of `bitmask`
-    /// (int32, shape [batch, ceil(vocab/32)]).
+    /// (int32, shape [batch, ceil(vocab/32)]), with the GIL released: engines
+    /// that fill rows from a thread pool (vLLM) get real parallelism.
     #[pyo3(signature = (bitmask, index=0))]
-    fn fill_next_token_bitmask(&mut self, mut bitmask: PyReadwriteArray2<'_, i32>, index: usize) -> PyResult<()> {
+    fn fill_next_token_bitmask(&mut self, py: Python<'_>, mut bitmask: PyReadwriteArray2<'_, i32>, index: usize) -> PyResult<()> {
         guard(|| {
             let (rows, width, words) = row_words(&mut bitmask)?;
             if index >= rows {
                 return Err(PyIndexError::new_err(format!("row {index} is outside the bitmask ({rows} rows)")));
             }
-            self.inner.fill_next_token_bitmask(&mut words[index * width..(index + 1) * width]).map_err(to_py)
+            let row = &mut words[index * width..(index + 1) * width];
+            let inner = &mut self.inner;
+            py.detach(|| inner.fill_next_token_bitmask(row)).map_err(to_py)
         })
     }
 
