@@ -99,7 +99,7 @@ class Grammar:
 
         ``dialect`` is the regex syntax the pattern is written in:
         ``"rust"`` (the default: Rust's ``regex`` crate, as before dialects
-        existed, and as OpenAI's regex grammars and llguidance read them),
+        existed, and as llguidance reads them),
         ``"ecma"`` (ECMA-262 with the ``u`` flag, as ``new RegExp(p, "u")``
         and JSON Schema ``pattern``) or ``"python"`` (Python ``re``, read by
         this interpreter's own ``re``). Each is read exactly; what a grammar
