@@ -3,10 +3,18 @@
 //! caches a new tokenizer fills, see `formcast-py`'s prewarm) waits for it
 //! to finish, so that on a small machine the first request does not share
 //! its cores, caches and memory bandwidth with work meant to speed it up.
+//! Waiting before each step is not enough: a step already running when a
+//! request arrives (a warm-up compile of a few milliseconds) shared the cores
+//! with it, and W3's first compile, arriving 10–30 ms after the tokenizer,
+//! took up to 4.7 ms instead of 2.2 (`benchmarks/first_request.py`). So a
+//! step runs under [`background_budget`], which foreground work cancels as
+//! it begins; the step is then tried again once the process is quiet.
 
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, OnceLock};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::limits::Budget;
 
 static BUSY: AtomicUsize = AtomicUsize::new(0);
 /// When foreground work last ended, in microseconds since [`epoch`].
@@ -30,10 +38,17 @@ fn now_us() -> u64 {
 #[must_use = "the work counts as foreground only while the guard lives"]
 pub struct Foreground(());
 
+/// Set when foreground work begins; the cancel flag of [`background_budget`].
+fn preempted() -> &'static Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
+}
+
 impl Foreground {
     pub fn begin() -> Foreground {
         epoch();
         BUSY.fetch_add(1, Ordering::SeqCst);
+        preempted().store(true, Ordering::SeqCst);
         Foreground(())
     }
 }
@@ -82,6 +97,18 @@ pub fn wait_until_idle(quiet: Duration) {
     }
 }
 
+/// Waits as [`wait_until_idle`] does, then returns a budget for one step of
+/// background work that expires (`EngineError::Cancelled`) as soon as
+/// foreground work begins: the caller drops the step and tries it again
+/// after the next wait.
+pub fn background_budget(quiet: Duration) -> Budget {
+    // Cleared before the wait checks that nothing runs: work that begins
+    // after the check sets it again.
+    preempted().store(false, Ordering::SeqCst);
+    wait_until_idle(quiet);
+    Budget::new(None, Some(preempted().clone()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,6 +125,19 @@ mod tests {
         assert!(!t.is_finished(), "returned before any work ended");
         drop(Foreground::begin());
         assert_eq!(t.join().unwrap(), before + 1);
+    }
+
+    #[test]
+    fn foreground_work_cancels_the_background_budget() {
+        let _turn = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let budget = background_budget(Duration::from_millis(1));
+        assert!(budget.check().is_ok());
+        let fg = Foreground::begin();
+        assert!(matches!(budget.check(), Err(crate::EngineError::Cancelled)));
+        drop(fg);
+        // Still cancelled after the work ended; a new budget is not.
+        assert!(budget.check().is_err());
+        assert!(background_budget(Duration::from_millis(1)).check().is_ok());
     }
 
     #[test]

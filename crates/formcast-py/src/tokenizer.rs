@@ -63,11 +63,28 @@ const QUIET: std::time::Duration = std::time::Duration::from_millis(5);
 /// shares the machine's cores and caches (a small schema's first compile took
 /// 1.9 ms beside the warm-up, 1.1 ms with none running, on 2 cores).
 fn prewarm_in_background(index: Arc<VocabIndex>) {
+    // `FORMCAST_PREWARM=0` turns the warm-up off (benchmarks/first_request.py
+    // measures the first request with and without it).
+    if std::env::var("FORMCAST_PREWARM").is_ok_and(|v| v.trim() == "0") {
+        return;
+    }
     let _ = std::thread::Builder::new().name("formcast-prewarm".into()).spawn(move || {
         let _ = std::panic::catch_unwind(move || {
-            let idle = || formcast_engine::foreground::wait_until_idle(QUIET);
+            use formcast_engine::foreground::{background_budget, wait_until_idle};
+            use formcast_engine::EngineError;
+            let idle = || wait_until_idle(QUIET);
+            // A step that foreground work cancelled (see
+            // `formcast_engine::foreground`) is tried again once it is quiet;
+            // the rules it finished are in the rule cache by then.
+            fn step<T>(f: impl Fn(&formcast_engine::Budget) -> Result<T, EngineError>) -> Result<T, EngineError> {
+                loop {
+                    match f(&background_budget(QUIET)) {
+                        Err(EngineError::Cancelled) => continue,
+                        other => return other,
+                    }
+                }
+            }
             let opts = formcast_jsonschema::SchemaOptions::default();
-            let budget = formcast_engine::Budget::unlimited();
             // Compiles first (they fill the rule cache within milliseconds),
             // then the slower partitions.
             let compiled: Vec<_> = PREWARM_SCHEMAS
@@ -76,7 +93,7 @@ fn prewarm_in_background(index: Arc<VocabIndex>) {
                     idle();
                     formcast_jsonschema::json_schema_str_to_grammar(schema, &opts).ok()
                 })
-                .filter_map(|(grammar, _)| formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &budget).ok())
+                .filter_map(|(grammar, _)| step(|budget| formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), budget)).ok())
                 .collect();
             // Formats, then the last partial block of every other `maxLength`
             // (`e{0,k}` and the closing quote, k < 32: one automaton each).
@@ -85,7 +102,7 @@ fn prewarm_in_background(index: Arc<VocabIndex>) {
             for schema in formats.chain(remainders) {
                 idle();
                 let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(&schema, &opts) else { continue };
-                let _ = formcast_engine::automaton::build_automaton(&grammar, &Default::default(), &budget);
+                let _ = step(|budget| formcast_engine::automaton::build_automaton(&grammar, &Default::default(), budget));
             }
             for f in PREWARM_FORMAT_DFAS {
                 idle();
