@@ -167,6 +167,9 @@ def _looks_like_container(v: object) -> bool:
 @pytest.mark.parametrize("fault", FAULTS)
 @SETTINGS
 @given(value=containers, seed=st.integers(0, 2**32 - 1))
+# Found in a full run: a well-closed key ending in ':{' ('[+0, {":{": null}]')
+# was cut before its colon as if it had lost its closing quote.
+@example(value=[0, {":{": None}], seed=4)
 def test_each_fault_class_round_trips(fault: str, value: object, seed: int) -> None:
     text = Damager({fault}, random.Random(seed)).document(value)
     res = fr.parse(text)

@@ -877,6 +877,8 @@ class _Reader:
         if j - start > _RUN_LOOKBACK:
             return None
         if closing:  # a key that closed well: only if it ends in ': {' (its quote then opens a key inside)
+            if self.s[_SPACE_RE.match(self.s, j + 1).end() : _SPACE_RE.match(self.s, j + 1).end() + 1] == ":":
+                return None  # '":{": null': the quote closes the key it ends, before its ':'
             m = _KEY_OPENER_RE.search(self.s, start + 1, j)
         else:  # (the content quote at j may start the value)
             m = _KEY_VALUE_RE.search(self.s, start + 1, j + 1)
