@@ -8,8 +8,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 import formcast as fc
+
+# Property tests draw the same examples on every run ("ci", the default), so
+# a red run is reproducible and CI never fails on a newly drawn example; run
+# with HYPOTHESIS_PROFILE=explore to draw new ones (what found the repair
+# cases pinned with @example), and the fuzzing step explores on every run.
+settings.register_profile("ci", derandomize=True, database=None)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"

@@ -582,7 +582,10 @@ class _Reader:
             self.note("missing_colon", self.i, "'=' between key and value read as ':'")
             self.i += 1
         elif self._value_starts(self.i):
-            if s[self.i - 1] in _WS_CHARS:
+            if s[member_at] not in _QUOTES and name in ("null", "true", "false", "None", "True", "False"):
+                # '{"a": 1, null\n null]': two values whose object lost its closer.
+                self.guess("missing_colon", self.i, f"bare {name!r} read as a key before a value (they may be two values after a lost closing bracket)")
+            elif s[self.i - 1] in _WS_CHARS:
                 self.note("missing_colon", self.i, "colon inserted between key and value")
             else:
                 self.guess("missing_colon", self.i, "colon inserted between a key and a value that touch (a quote may have been misread)")

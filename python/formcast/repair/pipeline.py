@@ -361,8 +361,8 @@ def _holds_structure(data: Any) -> bool:
 
 def _prose_or_part(text: str, out: _Outcome, k: int, region_end: int, rest: str) -> _Outcome:
     """Text after the value that does not continue it: prose, unless it looks like a
-    piece of JSON (it has no word but literals, touches the value, starts with a
-    closer or a colon, opens another value on the same line, starts with a literal
+    piece of JSON (it has no word but literals, touches the value, closes more
+    brackets than it opens, starts with a closer or a colon, opens another value on the same line, starts with a literal
     or a number, or its first line has a quote before JSON punctuation: '1"]',
     'x": 2'): then it is dropped as a guess."""
     eol = text.find("\n", k, region_end)
@@ -374,7 +374,10 @@ def _prose_or_part(text: str, out: _Outcome, k: int, region_end: int, rest: str)
         not any(lit.startswith(w.group().lower()) for lit in _LITERAL_WORDS) for w in _WORD_RE.finditer(rest)
     )
     same_line = "\n" not in text[out.end : k]
-    if touching or wordless or text[k] in "}]:" or (same_line and text[k] in "[{") or _VALUE_AHEAD_RE.match(text, k) or _STRUCTURED_TAIL_RE.search(text, k, eol):
+    # More closers than openers: it closes containers the value opened ('{...}\n]\n}'
+    # after a stray closer ended the value early).
+    closes_more = rest.count("}") + rest.count("]") > rest.count("{") + rest.count("[")
+    if touching or wordless or closes_more or text[k] in "}]:" or (same_line and text[k] in "[{") or _VALUE_AHEAD_RE.match(text, k) or _STRUCTURED_TAIL_RE.search(text, k, eol):
         out.fixes = out.fixes + [Fix("extract", "trailing_text", f"dropped {len(rest.rstrip())} chars after the value that look like part of it: {rest[:40]!r}", k, None, True)]
     return out
 
