@@ -86,6 +86,8 @@ _LOST_OPENER_RE = re.compile("([^\\n\"'\u201c\u201d\u2018\u2019{}\\[\\],]{0,64})
 _SWALLOWED_RE = re.compile(r"[\[{][ \t\r\n]*[\"']|[\"'][ \t]*:[ \t]*[\"'\[{\d]|[}\]][ \t\r\n]*,|,[ \t\r\n]*[\[{]")
 # In a key: a colon followed by the start of a value.
 _KEY_VALUE_RE = re.compile(r":[ \t]*(?:[\[{\"'\u201c\u2018\d-]|(?:true|false|null|True|False|None)\b)")
+# A key written as a bare number ('{0 1}' reads as '{"0": 1}').
+_BARE_NUMBER_RE = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 _KEY_OPENER_RE = re.compile(r":[ \t]*[\[{][ \t]*\Z")
 # A backslash escape, or a quote that may close a string of that kind.
 _ESCAPE_OR_QUOTE_RE = {c: re.compile("\\\\.|[" + re.escape(c) + "]", re.S) for c in set(_CLOSERS.values())}
@@ -582,8 +584,8 @@ class _Reader:
             self.note("missing_colon", self.i, "'=' between key and value read as ':'")
             self.i += 1
         elif self._value_starts(self.i):
-            if s[member_at] not in _QUOTES and name in ("null", "true", "false", "None", "True", "False"):
-                # '{"a": 1, null\n null]': two values whose object lost its closer.
+            if s[member_at] not in _QUOTES and (name in ("null", "true", "false", "None", "True", "False") or _BARE_NUMBER_RE.fullmatch(name)):
+                # '{"a": 1, null\n null]', '{"": [], 0\n null]': two values whose object lost its closer.
                 self.guess("missing_colon", self.i, f"bare {name!r} read as a key before a value (they may be two values after a lost closing bracket)")
             elif s[self.i - 1] in _WS_CHARS:
                 self.note("missing_colon", self.i, "colon inserted between key and value")
