@@ -15,6 +15,7 @@ import subprocess
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_regex_property import regexes
 
 import formcast as fc
 
@@ -232,15 +233,7 @@ ECMA_ATOMS = ["a", "b", "é", ".", r"\d", r"\w", r"\s", r"\W", r"\S", "[ab]", "[
 
 
 def ecma_patterns():
-    def extend(inner):
-        return st.one_of(
-            st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
-            st.tuples(inner, inner).map(lambda t: f"(?:{t[0]}|{t[1]})"),
-            st.tuples(inner, st.sampled_from(["*", "+", "?", "{2}", "{0,2}", "{1,}", "*?"])).map(lambda t: f"(?:{t[0]}){t[1]}"),
-            inner.map(lambda r: f"({r})"),
-        )
-
-    return st.recursive(st.sampled_from(ECMA_ATOMS), extend, max_leaves=5)
+    return regexes(st.sampled_from(ECMA_ATOMS), max_leaves=5)
 
 
 ECMA_TEXTS = st.text(alphabet=["a", "b", "c", "é", "1", " ", ".", "\n", "\r", "\u2028", "_", "[", "]", "@", "\0", "\ufeff"], max_size=5)

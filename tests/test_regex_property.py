@@ -16,7 +16,10 @@ COMPILER = fc.GrammarCompiler(BYTES)
 atoms = st.sampled_from(["a", "b", "c", "é", ".", r"\d", r"\w", r"\s", r"\D", "[ab]", "[^a]", "[a-c]", r"\.", "x"])
 
 
-def regexes():
+def regexes(leaves=atoms, max_leaves=6):
+    """Patterns built from ``leaves`` by concatenation, alternation,
+    quantifiers and groups (test_regex_dialects draws ECMA ones with it)."""
+
     def extend(inner):
         return st.one_of(
             st.tuples(inner, inner).map(lambda t: t[0] + t[1]),
@@ -25,7 +28,7 @@ def regexes():
             inner.map(lambda r: f"({r})"),
         )
 
-    return st.recursive(atoms, extend, max_leaves=6)
+    return st.recursive(leaves, extend, max_leaves=max_leaves)
 
 
 texts = st.text(alphabet=["a", "b", "c", "é", "1", " ", ".", "x", "\n", "_"], max_size=6)

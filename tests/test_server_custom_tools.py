@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 import re
 
-import httpx
 import openai
 import pytest
-from test_server import KEY, MODEL, running_server
+# test_server's module-scoped fixtures: this module gets its own server from them.
+from test_server import MODEL, client, http, server  # noqa: F401
 
 import formcast as fc
 
@@ -23,21 +23,6 @@ SUM = {"type": "custom", "custom": {"name": "add", "description": "Add two numbe
 ASK = [{"role": "user", "content": "Call 555-1234 for me."}]
 
 
-@pytest.fixture(scope="module")
-def server():
-    with running_server("--parallel", "2", "--queue-size", "2", "--ctx-size", "2048", "--api-key", KEY) as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
-def client(server) -> openai.OpenAI:
-    return openai.OpenAI(base_url=server["base"] + "/v1", api_key=KEY, max_retries=0, timeout=120)
-
-
-@pytest.fixture(scope="module")
-def http(server):
-    with httpx.Client(base_url=server["base"], headers={"Authorization": f"Bearer {KEY}"}, timeout=120) as c:
-        yield c
 
 
 def test_regex_custom_tool_required(client):
