@@ -10,10 +10,14 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
+import jsonschema
 import pytest
 
 import formcast as fc
+
+ROOT = Path(__file__).resolve().parents[1]
 
 RUNNER = textwrap.dedent(
     """
@@ -131,3 +135,41 @@ def test_uri_template_literals_follow_rfc_6570_with_its_erratum():
     for text, ok in [('"/a/{b}"', True), ('"a\'b"', True), ('"a b"', False), ('"a<b"', False)]:
         m = fc.GrammarMatcher(g)
         assert (m.accept_string(text) and m.can_terminate()) is ok, text
+
+
+def _self_intersections(depth: int) -> dict:
+    """`{"allOf": [P]}`, P nesting `depth` properties `a` over a level that
+    refers to the root in place and in its property; `b` is an integer.
+    Other properties are allowed (strict mode would forbid them)."""
+    s: dict = {"$ref": "#", "properties": {"a": {"$ref": "#"}}, "additionalProperties": True}
+    for _ in range(depth):
+        s = {"properties": {"a": s}, "additionalProperties": True}
+    s["properties"]["b"] = {"type": "integer"}
+    return {"allOf": [s]}
+
+
+def _nest(depth: int, leaf: dict) -> str:
+    v: dict = leaf
+    for _ in range(depth):
+        v = {"a": v}
+    return json.dumps(v)
+
+
+@pytest.mark.parametrize(
+    "text, valid",
+    [(_nest(0, {"b": "x"}), False), (_nest(3, {"b": "x"}), True), (_nest(13, {"b": "x"}), False), (_nest(14, {"b": "x"}), True),
+     (_nest(26, {"b": "x"}), False), (_nest(26, {"b": 1}), True)],
+)
+def test_recursive_self_intersections_compile_and_stay_exact(text, valid):
+    # The json_schema fuzz target's schema that exhausted memory, reduced:
+    # each descent intersected the same subschemas grouped anew, a node per
+    # grouping. b must be an integer wherever the root applies again (depth
+    # 0, 12, 13, 24, 25, 26...) and is free elsewhere.
+    schema = _self_intersections(12)
+    assert jsonschema.Draft202012Validator(schema).is_valid(json.loads(text)) is valid
+    assert run({"schema": schema, "text": text}) == {"result": "ok", "accepts": valid}
+
+
+def test_the_fuzz_schema_that_exhausted_memory_compiles():
+    schema = json.loads((ROOT / "crates/formcast-jsonschema/tests/data/fuzz-self-intersections.json").read_text())
+    assert run({"schema": schema})["result"] == "ok"

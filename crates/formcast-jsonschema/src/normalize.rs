@@ -195,10 +195,13 @@ impl<'a> Builder<'a> {
                 None => props.push((n.clone(), *id)),
             }
         }
+        // Rules met on both sides are kept once: a recursive schema
+        // intersects an alternative with itself at every level, and
+        // concatenating would double the list each time.
         let mut rules = x.rules.clone();
-        rules.extend(y.rules.iter().cloned());
+        add_new_rules(&mut rules, &y.rules);
         let mut exists = x.exists.clone();
-        exists.extend(y.exists.iter().cloned());
+        add_new_rules(&mut exists, &y.exists);
         let z = ObjAlt {
             props,
             required: x.required.union(&y.required).cloned().collect(),
@@ -456,4 +459,13 @@ pub(crate) fn simplify_objs(alts: Vec<ObjAlt>) -> Vec<ObjAlt> {
         keep.push(a);
     }
     keep
+}
+
+/// Appends the `(language, schema)` pairs of `from` that `to` lacks.
+fn add_new_rules(to: &mut Vec<(Lang, NodeId)>, from: &[(Lang, NodeId)]) {
+    for (lang, id) in from {
+        if !to.iter().any(|(l, i)| i == id && l.same(lang)) {
+            to.push((lang.clone(), *id));
+        }
+    }
 }

@@ -195,6 +195,8 @@ pub enum Key {
     /// annotations `unevaluated*` needs, at a value position (where strict
     /// mode applies) or in place (`allOf` member, `$ref` target...).
     Raw { loc: LocId, scope: ScopeId, ann: bool, value_pos: bool },
+    /// An intersection as `(chain of the smaller operands, largest
+    /// operand)`: see [`Builder::and_node`].
     And(NodeId, NodeId),
     Or(NodeId, NodeId),
     Not(NodeId),
@@ -550,12 +552,37 @@ impl<'a> Builder<'a> {
         if a == FALSE || b == FALSE {
             return FALSE;
         }
-        let key = Key::And(a.min(b), a.max(b));
-        if let Some(&id) = self.memo.get(&key) {
-            return id;
-        }
+        // An intersection is built as the left-deep chain of its distinct
+        // operands in id order, so `(x ∧ y) ∧ z` and `x ∧ (z ∧ y)` are one
+        // node. Recursive schemas intersect the same few subschemas in every
+        // grouping as they descend, and nodes per grouping grow
+        // exponentially with the depth.
+        let mut members = Vec::new();
+        self.and_members(a, &mut members);
+        self.and_members(b, &mut members);
+        members.sort_unstable();
+        members.dedup();
         let p = self.nodes[a as usize].pointer.clone();
-        self.push(key, p)
+        let mut node = members[0];
+        for &m in &members[1..] {
+            let key = Key::And(node, m);
+            node = match self.memo.get(&key) {
+                Some(&id) => id,
+                None => self.push(key, p.clone()),
+            };
+        }
+        node
+    }
+
+    /// The operands of an intersection node (the node itself if it is
+    /// none), appended to `out`.
+    fn and_members(&self, id: NodeId, out: &mut Vec<NodeId>) {
+        let mut n = id;
+        while let Key::And(prefix, last) = self.nodes[n as usize].key {
+            out.push(last);
+            n = prefix;
+        }
+        out.push(n);
     }
 
     pub fn or_node(&mut self, a: NodeId, b: NodeId) -> NodeId {

@@ -73,6 +73,15 @@ pub enum Lang {
     Not(Box<Lang>),
 }
 
+/// Adds `x` to the operands of a flattened `And`/`Or` unless an equal one
+/// is there: both are idempotent, and without this a language met on both
+/// sides of every level of a recursive intersection doubles per level.
+fn push_new(v: &mut Vec<Lang>, x: Lang) {
+    if !v.iter().any(|y| y.same(&x)) {
+        v.push(x);
+    }
+}
+
 /// A string language as a map key: equal by [`Lang::same`]. (An object's
 /// undeclared keys are "any string but these names", met again at every
 /// object with the same properties; its pieces are costly to build.)
@@ -209,11 +218,11 @@ impl Lang {
                 }
             }
             (Lang::And(mut v), Lang::And(w)) => {
-                v.extend(w);
+                w.into_iter().for_each(|x| push_new(&mut v, x));
                 Lang::And(v)
             }
             (Lang::And(mut v), x) | (x, Lang::And(mut v)) => {
-                v.push(x);
+                push_new(&mut v, x);
                 Lang::And(v)
             }
             (a, b) => Lang::And(vec![a, b]),
@@ -232,11 +241,11 @@ impl Lang {
             (Lang::All, _) | (_, Lang::All) => Lang::All,
             (Lang::Set(a), Lang::Set(b)) => Lang::set(a.iter().chain(b.iter()).cloned()),
             (Lang::Or(mut v), Lang::Or(w)) => {
-                v.extend(w);
+                w.into_iter().for_each(|x| push_new(&mut v, x));
                 Lang::Or(v)
             }
             (Lang::Or(mut v), x) | (x, Lang::Or(mut v)) => {
-                v.push(x);
+                push_new(&mut v, x);
                 Lang::Or(v)
             }
             (a, b) => Lang::Or(vec![a, b]),
