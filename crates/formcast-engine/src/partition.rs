@@ -400,7 +400,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &P
         }
         i = node.end as usize;
     }
-    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), &mut accept);
+    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), 0, &mut accept);
     let inside_cut = |n: u32| cut.iter().any(|&(lo, hi)| lo <= n && n < hi);
     let mut frontier: Vec<(u32, StateId)> = reference.frontier.iter().copied().filter(|&(n, _)| !inside_cut(n)).collect();
     frontier.extend(fresh);
@@ -782,12 +782,34 @@ impl Sink for Accepted {
 /// The trie walk itself; `exit_id` names a frontier state in the output.
 fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> u32, memo: &SkipMemo) -> (StoredMask, Vec<(u32, u32)>) {
     let mut accept = Accepted::new(v.logits_size);
-    let frontier = walk_into(a, v, s, exit_id, memo, None, &mut accept);
+    // A state that takes `n` characters of any text (a string body, a
+    // bounded string with room left) accepts every text token of at most
+    // `n` characters: the vocabulary's set of them is copied in, and the
+    // walk skips what it covers instead of adding token after token (a
+    // string body's partition is most of the vocabulary).
+    let mut covered = 0;
+    if interior(a, s) {
+        let mut m = memo.take();
+        let mut sk = skip_of(a, s, &mut m.skips);
+        let run = text_of(a, s, &mut sk, v.max_token_len as u32, &mut m);
+        memo.give_back(m);
+        // Only where the walk would keep a bitset anyway: fewer tokens are
+        // cheaper as a list (the last characters of a bounded string).
+        if run > 0 && v.text_up_to_len(run) >= v.logits_size.div_ceil(32) {
+            covered = run;
+            accept.bits = Some(v.text_up_to(run).clone());
+        }
+    }
+    let frontier = walk_into(a, v, s, exit_id, memo, None, covered, &mut accept);
     (accept.into_stored(), frontier)
 }
 
 /// The walk proper, into `accept`; with `first` set, only the subtrees of
-/// tokens whose first byte is in `first` are walked.
+/// tokens whose first byte is in `first` are walked. `accept` already holds
+/// [`VocabIndex::text_up_to`]`(covered)` when `covered` > 0 (`s`'s text
+/// run): tokens of text of at most that many characters from the root are
+/// not added again, and subtrees of nothing else are not visited.
+#[allow(clippy::too_many_arguments)]
 fn walk_into(
     a: &Automaton,
     v: &VocabIndex,
@@ -795,6 +817,7 @@ fn walk_into(
     exit_id: impl Fn(StateId) -> u32,
     memo: &SkipMemo,
     first: Option<&[u64; 4]>,
+    covered: u32,
     accept: &mut impl Sink,
 ) -> Vec<(u32, u32)> {
     let nodes = &v.nodes;
@@ -804,8 +827,9 @@ fn walk_into(
     let cap = v.max_token_len as u32;
     // The last state's skip: consecutive nodes often share their state.
     let mut last: Option<(StateId, Skip)> = None;
-    // (subtree end, state) per depth.
-    let mut stack: Vec<(u32, StateId)> = vec![(nodes[0].end, s)];
+    // (subtree end, state, text decoder state and characters started from
+    // the root: what `covered` is about) per depth.
+    let mut stack: Vec<(u32, StateId, u8, u32)> = vec![(nodes[0].end, s, 0, 0)];
     let mut scratch = Vec::new();
     let total = nodes.len();
     // The moves of the state last asked (siblings share their parent's).
@@ -831,13 +855,23 @@ fn walk_into(
         while i as u32 >= stack.last().unwrap().0 {
             stack.pop();
         }
-        let st = stack.last().unwrap().1;
+        let &(_, st, text_at, chars_at) = stack.last().unwrap();
         let node = nodes[i];
         if let Some(first) = first {
             if stack.len() == 1 && !has_byte(first, node.byte) {
                 i = node.end as usize;
                 continue;
             }
+        }
+        // Whether the path to this node is text from the root, and within
+        // the covered characters: its tokens are in `accept` already.
+        let text_here = if text_at == TEXT_DEAD { TEXT_DEAD } else { text_next(text_at, node.byte) };
+        let chars_here = chars_at + u32::from(!(0x80..0xC0).contains(&node.byte));
+        let in_cover = text_here != TEXT_DEAD && chars_here <= covered;
+        if in_cover && text_here == 0 && v.text_chars[i] != u16::MAX && chars_here + v.text_chars[i] as u32 <= covered {
+            // The whole subtree is text within the cover.
+            i = node.end as usize;
+            continue;
         }
         if moves.0 != st {
             moves = (st, a.state_moves(st));
@@ -854,7 +888,9 @@ fn walk_into(
         }
         if node.end as usize == i + 1 {
             // A leaf: its tokens end on an interior state.
-            accept.add(v.tokens_at(i));
+            if !in_cover {
+                accept.add(v.tokens_at(i));
+            }
             i += 1;
             continue;
         }
@@ -878,15 +914,20 @@ fn walk_into(
             i = node.end as usize;
             continue;
         }
-        accept.add(v.tokens_at(i));
+        if !in_cover {
+            accept.add(v.tokens_at(i));
+        }
         if chars != u16::MAX && sk.text_dead {
             // Text below, and a string whose length runs out first: which
-            // tokens fit is a matter of counting characters.
-            accept_text_up_to(v, i, sk.text, accept, &mut scratch);
+            // tokens fit is a matter of counting characters (all of them
+            // covered already when the path is text from the root).
+            if !(in_cover && text_here == 0 && chars_here.saturating_add(sk.text) <= covered) {
+                accept_text_up_to(v, i, sk.text, accept, &mut scratch);
+            }
             i = node.end as usize;
             continue;
         }
-        stack.push((node.end, t));
+        stack.push((node.end, t, text_here, chars_here));
         i += 1;
     }
     }

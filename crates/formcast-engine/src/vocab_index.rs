@@ -68,6 +68,13 @@ pub struct VocabIndex {
     /// Per-DFA-state vocabulary partitions, shared by every grammar compiled
     /// for this vocabulary (see [`crate::partition`]).
     pub partitions: PartitionCache,
+    /// The tokens that are text (see [`text_next`]) read from a character
+    /// boundary, by the number of characters they start:
+    /// `text_by_chars[text_chars_end[n - 1]..text_chars_end[n]]` start `n`.
+    text_by_chars: Vec<u32>,
+    text_chars_end: Vec<u32>,
+    /// [`VocabIndex::text_up_to`]'s sets, built on first need.
+    text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
 
 /// Byte budget of the shared partition cache.
@@ -104,6 +111,43 @@ pub fn text_next(r: u8, b: u8) -> u8 {
         7 if (0x80..=0x8F).contains(&b) => 2,
         _ => TEXT_DEAD,
     }
+}
+
+/// The trie's tokens that are text read from a character boundary, sorted
+/// by the characters they start, with the end of each count's run (index
+/// `n`: the tokens starting at most `n`; `n` up to the most any starts).
+fn text_tokens_by_chars(nodes: &[Node], node_tokens: &[u32]) -> (Vec<u32>, Vec<u32>) {
+    let mut by_chars: Vec<(u16, u32)> = Vec::new();
+    // (subtree end, decoder state, characters started) per depth.
+    let mut stack: Vec<(u32, u8, u16)> = vec![(nodes[0].end, 0, 0)];
+    let mut i = 1;
+    while i < nodes.len() {
+        while i as u32 >= stack.last().unwrap().0 {
+            stack.pop();
+        }
+        let (_, r, c) = *stack.last().unwrap();
+        let node = nodes[i];
+        let next = text_next(r, node.byte);
+        if next == TEXT_DEAD {
+            i = node.end as usize;
+            continue;
+        }
+        let c = c.saturating_add(u16::from(!(0x80..0xC0).contains(&node.byte)));
+        let toks = &node_tokens[node.tok_start as usize..node.tok_start as usize + node.tok_len as usize];
+        by_chars.extend(toks.iter().map(|&id| (c, id)));
+        stack.push((node.end, next, c));
+        i += 1;
+    }
+    by_chars.sort_unstable();
+    let most = by_chars.last().map_or(0, |&(c, _)| c as usize);
+    let mut end = vec![0u32; most + 1];
+    for &(c, _) in &by_chars {
+        end[c as usize] += 1;
+    }
+    for n in 1..end.len() {
+        end[n] += end[n - 1];
+    }
+    (by_chars.into_iter().map(|(_, id)| id).collect(), end)
 }
 
 impl VocabIndex {
@@ -224,6 +268,7 @@ impl VocabIndex {
             c = nodes[c].end as usize;
         }
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
+        let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -240,6 +285,29 @@ impl VocabIndex {
             text_chars,
             root_child,
             partitions: PartitionCache::new(PARTITION_CACHE_BYTES),
+            text_up_to: (0..text_chars_end.len()).map(|_| std::sync::OnceLock::new()).collect(),
+            text_by_chars,
+            text_chars_end,
+        })
+    }
+
+    /// How many tokens [`VocabIndex::text_up_to`]`(n)` holds.
+    pub fn text_up_to_len(&self, n: u32) -> usize {
+        self.text_chars_end[(n as usize).min(self.text_chars_end.len() - 1)] as usize
+    }
+
+    /// The tokens that are text read from a character boundary (the last
+    /// character possibly incomplete) and start at most `n` characters: what
+    /// a state whose text run is `n` accepts of text (see
+    /// `partition::walk`). Built on first need, once per `n`.
+    pub fn text_up_to(&self, n: u32) -> &Bitset {
+        let n = (n as usize).min(self.text_chars_end.len() - 1);
+        self.text_up_to[n].get_or_init(|| {
+            let mut b = Bitset::new(self.logits_size);
+            for &id in &self.text_by_chars[..self.text_chars_end[n] as usize] {
+                b.set(id as usize);
+            }
+            b
         })
     }
 
@@ -327,4 +395,21 @@ mod tests {
         assert_eq!(idx.text_chars[node(b"z")], 1);
         assert_eq!(idx.text_chars[node(b"w")], u16::MAX);
     }
+
+    #[test]
+    fn text_up_to_holds_the_text_tokens_of_at_most_n_characters() {
+        // ids: 0 "x", 1 "xé", 2 "xéa", 3 "y\"", 4 "z\xc3" (a character
+        // started), 5 "w\xed\xa0\x80" (a surrogate), 6 "\x80" (no lead
+        // byte), 7 "\\n" (an escape: not text).
+        let v = vocab(&[b"x", "xé".as_bytes(), "xéa".as_bytes(), b"y\"", b"z\xc3", b"w\xed\xa0\x80", b"\x80", b"\\n"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let ids = |n: u32| idx.text_up_to(n).iter_ones().collect::<Vec<_>>();
+        assert_eq!(ids(0), Vec::<usize>::new());
+        assert_eq!(ids(1), vec![0]);
+        assert_eq!(ids(2), vec![0, 1, 4]);
+        assert_eq!(ids(3), vec![0, 1, 2, 4]);
+        assert_eq!(ids(99), ids(3));
+        assert_eq!(idx.text_up_to_len(2), 3);
+    }
+
 }

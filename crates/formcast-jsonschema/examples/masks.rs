@@ -4,11 +4,13 @@
 //! valid document under the Llama-3 tokenizer) and each NAME a suffix of a
 //! job's name. Every job gets a fresh vocabulary index (its partitions are
 //! cold) unless WARM=1. REPS=n repeats (for a profiler); TOP=n prints the
-//! n slowest masks of each job.
+//! n slowest masks of each job. DIGEST=1 prints a digest of each job's
+//! masks (to check that a change to the engine keeps every mask).
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -51,15 +53,20 @@ fn main() {
             let mut m = Matcher::new(cg, false, None).unwrap();
             let mut out = vec![0u32; index.logits_size.div_ceil(32)];
             let mut times = Vec::new();
+            let mut digest = std::collections::hash_map::DefaultHasher::new();
             for id in ids {
-                                let t = Instant::now();
+                let t = Instant::now();
                 m.fill_next_token_bitmask(&mut out).unwrap();
                 times.push(t.elapsed().as_secs_f64() * 1e6);
+                out.hash(&mut digest);
                 if !m.accept_token(id.as_u64().unwrap() as u32).unwrap() {
                     break;
                 }
             }
             every.extend(times.iter().copied());
+            if env("DIGEST", 0) == 1 {
+                eprintln!("{name} {} masks, digest {:016x}", times.len(), digest.finish());
+            }
             if all {
                 continue;
             }
