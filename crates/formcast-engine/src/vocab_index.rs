@@ -303,8 +303,14 @@ impl VocabIndex {
     pub fn text_up_to(&self, n: u32) -> &Bitset {
         let n = (n as usize).min(self.text_chars_end.len() - 1);
         self.text_up_to[n].get_or_init(|| {
-            let mut b = Bitset::new(self.logits_size);
-            for &id in &self.text_by_chars[..self.text_chars_end[n] as usize] {
+            // From the nearest smaller set already built: most tokens are
+            // short, so the sets for long runs differ by a few tokens.
+            let below = (0..n).rev().find_map(|m| self.text_up_to[m].get().map(|b| (m, b)));
+            let (mut b, from) = match below {
+                Some((m, b)) => (b.clone(), self.text_chars_end[m] as usize),
+                None => (Bitset::new(self.logits_size), 0),
+            };
+            for &id in &self.text_by_chars[from..self.text_chars_end[n] as usize] {
                 b.set(id as usize);
             }
             b
