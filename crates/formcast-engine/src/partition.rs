@@ -400,7 +400,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &P
         }
         i = node.end as usize;
     }
-    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), 0, &mut accept);
+    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), (0, false), &mut accept);
     let inside_cut = |n: u32| cut.iter().any(|&(lo, hi)| lo <= n && n < hi);
     let mut frontier: Vec<(u32, StateId)> = reference.frontier.iter().copied().filter(|&(n, _)| !inside_cut(n)).collect();
     frontier.extend(fresh);
@@ -788,6 +788,7 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     // walk skips what it covers instead of adding token after token (a
     // string body's partition is most of the vocabulary).
     let mut covered = 0;
+    let mut cover_dead = false;
     if interior(a, s) {
         let mut m = memo.take();
         let mut sk = skip_of(a, s, &mut m.skips);
@@ -797,10 +798,11 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
         // cheaper as a list (the last characters of a bounded string).
         if run > 0 && v.text_up_to_len(run) >= v.logits_size.div_ceil(32) {
             covered = run;
+            cover_dead = sk.text_dead;
             accept.bits = Some(v.text_up_to(run).clone());
         }
     }
-    let frontier = walk_into(a, v, s, exit_id, memo, None, covered, &mut accept);
+    let frontier = walk_into(a, v, s, exit_id, memo, None, (covered, cover_dead), &mut accept);
     (accept.into_stored(), frontier)
 }
 
@@ -808,7 +810,9 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
 /// tokens whose first byte is in `first` are walked. `accept` already holds
 /// [`VocabIndex::text_up_to`]`(covered)` when `covered` > 0 (`s`'s text
 /// run): tokens of text of at most that many characters from the root are
-/// not added again, and subtrees of nothing else are not visited.
+/// not added again, and subtrees of nothing else are not visited. With
+/// `cover_dead` (every character past the run dies), nothing below a text
+/// path within the cover is left to walk either.
 #[allow(clippy::too_many_arguments)]
 fn walk_into(
     a: &Automaton,
@@ -817,7 +821,7 @@ fn walk_into(
     exit_id: impl Fn(StateId) -> u32,
     memo: &SkipMemo,
     first: Option<&[u64; 4]>,
-    covered: u32,
+    (covered, cover_dead): (u32, bool),
     accept: &mut impl Sink,
 ) -> Vec<(u32, u32)> {
     let nodes = &v.nodes;
@@ -856,6 +860,11 @@ fn walk_into(
             stack.pop();
         }
         let &(_, st, text_at, chars_at) = stack.last().unwrap();
+        if text_at == 0 && v.sibling_text[i] != u16::MAX && chars_at + v.text_run_chars[i] as u32 <= covered {
+            // A run of siblings that are all text within the cover.
+            i = v.text_run_end[i] as usize;
+            continue;
+        }
         let node = nodes[i];
         if let Some(first) = first {
             if stack.len() == 1 && !has_byte(first, node.byte) {
@@ -892,6 +901,18 @@ fn walk_into(
                 accept.add(v.tokens_at(i));
             }
             i += 1;
+            continue;
+        }
+        if in_cover && text_here == 0 && v.text_chars[i] != u16::MAX {
+            // Text below that reaches past the cover, whose tokens within
+            // it are in `accept`: the rest dies, or only the paths past the
+            // cover are left to walk (a bounded string's block end).
+            if cover_dead {
+                i = node.end as usize;
+            } else {
+                stack.push((node.end, t, text_here, chars_here));
+                i += 1;
+            }
             continue;
         }
         // Every path below stays on a run of interior states (a loop inside

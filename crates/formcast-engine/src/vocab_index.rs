@@ -73,6 +73,16 @@ pub struct VocabIndex {
     /// `text_by_chars[text_chars_end[n - 1]..text_chars_end[n]]` start `n`.
     text_by_chars: Vec<u32>,
     text_chars_end: Vec<u32>,
+    /// Per node: from its first byte on, when every path through it is text
+    /// read from a character boundary, the most characters one starts
+    /// (`u16::MAX` otherwise); and over the run of such siblings that
+    /// starts here, the node that ends it (the next sibling that is not
+    /// text, or the parent's subtree end) and the most characters any of
+    /// them starts. A walk that holds every text token up to some number of
+    /// characters ([`VocabIndex::text_up_to`]) jumps over such runs.
+    pub sibling_text: Vec<u16>,
+    pub text_run_end: Vec<u32>,
+    pub text_run_chars: Vec<u16>,
     /// [`VocabIndex::text_up_to`]'s sets, built on first need.
     text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
@@ -269,6 +279,33 @@ impl VocabIndex {
         }
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
+        let sibling_text: Vec<u16> = (0..nodes.len())
+            .map(|i| {
+                let r = text_next(0, nodes[i].byte);
+                if i == 0 || r == TEXT_DEAD || ok_from[i] >> r & 1 == 0 {
+                    u16::MAX
+                } else {
+                    chars[i].saturating_add(1).min(u16::MAX - 1)
+                }
+            })
+            .collect();
+        let mut text_run_end = vec![0u32; nodes.len()];
+        let mut text_run_chars = vec![0u16; nodes.len()];
+        for i in (1..nodes.len()).rev() {
+            if sibling_text[i] == u16::MAX {
+                text_run_end[i] = i as u32;
+                continue;
+            }
+            let next = nodes[i].end as usize;
+            let parent_end = nodes[parent[i] as usize].end as usize;
+            (text_run_end[i], text_run_chars[i]) = if next >= parent_end {
+                (parent_end as u32, sibling_text[i])
+            } else if sibling_text[next] == u16::MAX {
+                (next as u32, sibling_text[i])
+            } else {
+                (text_run_end[next], text_run_chars[next].max(sibling_text[i]))
+            };
+        }
         Ok(VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -288,6 +325,9 @@ impl VocabIndex {
             text_up_to: (0..text_chars_end.len()).map(|_| std::sync::OnceLock::new()).collect(),
             text_by_chars,
             text_chars_end,
+            sibling_text,
+            text_run_end,
+            text_run_chars,
         })
     }
 
@@ -416,6 +456,32 @@ mod tests {
         assert_eq!(ids(3), vec![0, 1, 2, 4]);
         assert_eq!(ids(99), ids(3));
         assert_eq!(idx.text_up_to_len(2), 3);
+    }
+
+
+    #[test]
+    fn runs_of_text_siblings_end_at_the_next_sibling_that_is_not_text() {
+        let v = vocab(&[b"a\"", b"ab", b"abcd", b"ac", "aé".as_bytes(), b"x"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let child = |p: usize, b: u8| {
+            let mut j = p + 1;
+            while idx.nodes[j].byte != b {
+                j = idx.nodes[j].end as usize;
+            }
+            j
+        };
+        let a = child(0, b'a');
+        let (quote, b, c, e) = (child(a, b'"'), child(a, b'b'), child(a, b'c'), child(a, 0xC3));
+        assert_eq!(idx.sibling_text[a], u16::MAX);
+        assert_eq!(idx.sibling_text[quote], u16::MAX);
+        assert_eq!((idx.sibling_text[b], idx.sibling_text[c], idx.sibling_text[e]), (3, 1, 1));
+        // b, c and é run to the end of a's subtree; the quote ends no run.
+        assert_eq!((idx.text_run_end[b], idx.text_run_chars[b]), (idx.nodes[a].end, 3));
+        assert_eq!((idx.text_run_end[c], idx.text_run_chars[c]), (idx.nodes[a].end, 1));
+        assert_eq!(idx.text_run_end[quote], quote as u32);
+        // At the root, a is not text and x runs to the end.
+        let x = child(0, b'x');
+        assert_eq!((idx.text_run_end[x], idx.text_run_chars[x]), (idx.nodes[0].end, 1));
     }
 
 }
