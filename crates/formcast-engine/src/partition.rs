@@ -833,7 +833,9 @@ fn walk_into(
     let mut last: Option<(StateId, Skip)> = None;
     // (subtree end, state, text decoder state and characters started from
     // the root: what `covered` is about) per depth.
-    let mut stack: Vec<(u32, StateId, u8, u32)> = vec![(nodes[0].end, s, 0, 0)];
+    // Without a cover, every path counts as not text: no decoding at all.
+    let root_text = if covered > 0 { 0 } else { TEXT_DEAD };
+    let mut stack: Vec<(u32, StateId, u8, u32)> = vec![(nodes[0].end, s, root_text, 0)];
     let mut scratch = Vec::new();
     let total = nodes.len();
     // The moves of the state last asked (siblings share their parent's).

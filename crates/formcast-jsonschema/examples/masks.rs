@@ -5,7 +5,12 @@
 //! job's name. Every job gets a fresh vocabulary index (its partitions are
 //! cold) unless WARM=1. REPS=n repeats (for a profiler); TOP=n prints the
 //! n slowest masks of each job. DIGEST=1 prints a digest of each job's
-//! masks (to check that a change to the engine keeps every mask).
+//! masks (to check that a change to the engine keeps every mask); STEPS=1
+//! prints every mask's time. Run it with `MIMALLOC_ALLOW_THP=0
+//! MIMALLOC_PURGE_DELAY=-1`, the allocator settings the Python extension
+//! makes (see formcast-py's lib.rs): with transparent huge pages, a mask
+//! that allocates may pay for zeroing 2 MiB pages, milliseconds that the
+//! extension never sees.
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -59,6 +64,9 @@ fn main() {
                 m.fill_next_token_bitmask(&mut out).unwrap();
                 times.push(t.elapsed().as_secs_f64() * 1e6);
                 out.hash(&mut digest);
+                if env("STEPS", 0) == 1 {
+                    eprintln!("step {} {:.0} µs", times.len() - 1, times.last().unwrap());
+                }
                 if !m.accept_token(id.as_u64().unwrap() as u32).unwrap() {
                     break;
                 }
