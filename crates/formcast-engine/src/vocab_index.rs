@@ -90,6 +90,9 @@ pub struct VocabIndex {
 /// Byte budget of the shared partition cache.
 const PARTITION_CACHE_BYTES: usize = 256 << 20;
 
+/// Character counts whose text-token sets are built with the index.
+const EAGER_TEXT_SETS: u32 = 64;
+
 /// No transition in the text decoder ([`text_next`]).
 pub const TEXT_DEAD: u8 = u8::MAX;
 
@@ -306,7 +309,7 @@ impl VocabIndex {
                 (text_run_end[next], text_run_chars[next].max(sibling_text[i]))
             };
         }
-        Ok(VocabIndex {
+let index = VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
             logits_size,
@@ -328,7 +331,15 @@ impl VocabIndex {
             sibling_text,
             text_run_end,
             text_run_chars,
-        })
+        };
+        // The sets of text tokens a string's walks start from, built now
+        // rather than inside a first mask (about 1 MB for Llama-3): every
+        // count up to 64 characters, and all of them.
+        let most = index.text_chars_end.len() as u32 - 1;
+        for n in (0..=most.min(EAGER_TEXT_SETS)).chain([most]) {
+            index.text_up_to(n);
+        }
+        Ok(index)
     }
 
     /// How many tokens [`VocabIndex::text_up_to`]`(n)` holds.
@@ -339,7 +350,8 @@ impl VocabIndex {
     /// The tokens that are text read from a character boundary (the last
     /// character possibly incomplete) and start at most `n` characters: what
     /// a state whose text run is `n` accepts of text (see
-    /// `partition::walk`). Built on first need, once per `n`.
+    /// `partition::walk`). Built with the index up to 64 characters and for
+    /// the most any token starts; other counts on first need, once each.
     pub fn text_up_to(&self, n: u32) -> &Bitset {
         let n = (n as usize).min(self.text_chars_end.len() - 1);
         self.text_up_to[n].get_or_init(|| {
