@@ -71,9 +71,19 @@ fn tune_allocator() {
     set_unless_chosen("MIMALLOC_PURGE_DELAY", MI_OPTION_PURGE_DELAY, MIMALLOC_DEFAULT_PURGE_DELAY, -1);
 }
 
+/// rust-numpy sets up the NumPy C API and its borrow checker on first use
+/// (about 200 µs): done at import, so that a process's first mask does not
+/// pay for it.
+fn prepare_numpy(py: Python<'_>) {
+    use numpy::PyArrayMethods;
+    let a = numpy::PyArray2::<i32>::zeros(py, [1, 1], false);
+    let _ = a.readwrite();
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tune_allocator();
+    prepare_numpy(m.py());
     errors::register(m)?;
     m.add_class::<tokenizer::TokenizerInfo>()?;
     m.add_class::<grammar::Grammar>()?;
