@@ -16,6 +16,7 @@ use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
 use crate::partition::{accept_text_up_to, set_all, Partition, Skip, Take, TAKE_MIN_RUN};
+use crate::vocab_index::{utf8_next, VocabIndex, TEXT_DEAD};
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,6 +118,10 @@ pub struct MaskWalker {
     /// past the end of a 32-character block of a length-bounded string, say,
     /// where the next block's item takes any text up to its length.
     set_skips: Vec<Option<Vec<Skip>>>,
+    /// Per set, once needed: the ASCII bytes that lead it back to itself
+    /// when every other character does too (a UTF-8 character through
+    /// sets that go on to its end), else none (see [`MaskWalker::utf8_loop`]).
+    utf8_loops: Vec<Option<Option<[u64; 4]>>>,
     frames: Vec<(u32, u32)>,
     /// Scratch of [`accept_text_up_to`].
     count_stack: Vec<(u32, u32)>,
@@ -142,6 +147,9 @@ const UNKNOWN: u32 = u32::MAX - 1;
 const DEAD: u32 = u32::MAX;
 /// The interned empty set: the bytes so far are valid but nothing can follow.
 const EMPTY: u32 = 0;
+/// Fewest ASCII bytes leading a set back to itself for it to be checked as
+/// free text ([`MaskWalker::utf8_loop`]).
+const UTF8_LOOP_MIN: usize = 64;
 
 impl MaskWalker {
     fn reset(&mut self) {
@@ -153,6 +161,8 @@ impl MaskWalker {
         self.loops.push(([u64::MAX; 4], [0; 4]));
         self.set_skips.clear();
         self.set_skips.push(Some(Vec::new()));
+        self.utf8_loops.clear();
+        self.utf8_loops.push(Some(None));
         self.sets.push((0, 0));
         self.trans.resize(256, DEAD);
     }
@@ -181,6 +191,7 @@ impl MaskWalker {
             self.trans.resize(self.trans.len() + 256, UNKNOWN);
             self.loops.push(([0; 4], [0; 4]));
             self.set_skips.push(None);
+            self.utf8_loops.push(None);
             id
         };
         self.by_seeds.insert(self.seeds.clone(), id);
@@ -226,6 +237,83 @@ impl MaskWalker {
             }
         }
         Ok(true)
+    }
+
+    /// Whether every path of the subtree below trie node `i` leads `set`
+    /// back to itself character by character (through sets that go on
+    /// within a character): the subtree is well-formed UTF-8 whose ASCII
+    /// bytes are among the set's loop (free text before a trigger, say).
+    fn utf8_takes(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, v: &VocabIndex, set: u32, i: usize) -> Result<bool, EngineError> {
+        if !v.utf8_below[i] {
+            return Ok(false);
+        }
+        let Some(ascii) = self.utf8_loop(a, arena, sc, set)? else { return Ok(false) };
+        let below = v.below[i];
+        Ok(below[0] & !ascii[0] == 0 && below[1] & !ascii[1] == 0)
+    }
+
+    /// The set's UTF-8 loop (memoized per set): when at least [`UTF8_LOOP_MIN`]
+    /// ASCII bytes lead it back to itself and so does every character of two
+    /// to four bytes, with each set met inside a character going on (neither
+    /// dead nor empty), those ASCII bytes.
+    fn utf8_loop(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32) -> Result<Option<[u64; 4]>, EngineError> {
+        if let Some(known) = self.utf8_loops[set as usize] {
+            return Ok(known);
+        }
+        self.utf8_loops[set as usize] = Some(None);
+        // A cheap filter first: some item's state may finish and loops on
+        // many ASCII bytes, a few common ones first (most sets are not free
+        // text).
+        let (start, len) = self.sets[set as usize];
+        let items = &self.set_items[start as usize..(start + len) as usize];
+        // Only a state that may finish: the skips of interior states (see
+        // `skips_subtree`) already take their subtrees.
+        let loops = |st: u32| a.flags[st as usize] & flags::ACCEPTING != 0 && [b' ', b'e', b'0', b'.'].iter().all(|&b| a.next(st, b) == st);
+        if !items.iter().any(|it| loops(it.state) && (0..0x80u8).filter(|&b| a.next(it.state, b) == it.state).count() >= UTF8_LOOP_MIN) {
+            return Ok(None);
+        }
+        let mut ascii = [0u64; 4];
+        for b in 0..0x80u8 {
+            if self.step(a, arena, sc, set, b)? == set {
+                ascii[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+        if ascii.iter().map(|w| w.count_ones() as usize).sum::<usize>() < UTF8_LOOP_MIN {
+            return Ok(None);
+        }
+        // Every multi-byte character, by (decoder state, set) pairs.
+        let mut todo: Vec<(u8, u32)> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<(u8, u32)> = Default::default();
+        for b in 0xC2..=0xF4u8 {
+            let u = self.step(a, arena, sc, set, b)?;
+            if u == DEAD || u == EMPTY {
+                return Ok(None);
+            }
+            todo.push((utf8_next(0, b), u));
+        }
+        while let Some((r, u)) = todo.pop() {
+            if !seen.insert((r, u)) {
+                continue;
+            }
+            for b in 0x80..=0xBFu8 {
+                let r2 = utf8_next(r, b);
+                if r2 == TEXT_DEAD {
+                    continue;
+                }
+                let u2 = self.step(a, arena, sc, u, b)?;
+                if r2 == 0 {
+                    if u2 != set {
+                        return Ok(None);
+                    }
+                } else if u2 == DEAD || u2 == EMPTY {
+                    return Ok(None);
+                } else {
+                    todo.push((r2, u2));
+                }
+            }
+        }
+        self.utf8_loops[set as usize] = Some(Some(ascii));
+        Ok(Some(ascii))
     }
 
     /// Whether some item of `set` takes every path of the subtree below trie
@@ -355,7 +443,10 @@ impl MaskWalker {
                 self.seeds.clear();
                 self.seeds.push(Item { state: t, cont: it.cont });
                 let start = self.intern_closure(a, arena, sc)?;
-                if start != EMPTY && b0 - a0 >= TAKE_MIN_RUN {
+                // A run into free text is resolved node by node: its takes
+                // are memoized by the set's skips, which say nothing of it.
+                let free_text = start != EMPTY && self.utf8_loop(a, arena, sc, start)?.is_some();
+                if start != EMPTY && b0 - a0 >= TAKE_MIN_RUN && !free_text {
                     let take = self.take_of(g, &part, a0, b0, start);
                     take.accept.or_into(&mut bits.words);
                     for &c in &take.rest {
@@ -375,7 +466,7 @@ impl MaskWalker {
                         if start == EMPTY || v.nodes[node as usize].end <= node + 1 {
                             continue;
                         }
-                        if self.skips_subtree(g, start, node as usize) {
+                        if self.skips_subtree(g, start, node as usize) || (free_text && self.utf8_takes(a, arena, sc, v, start, node as usize)?) {
                             set_all(bits, v.subtree_tokens(node as usize));
                             continue;
                         }
@@ -422,7 +513,7 @@ impl MaskWalker {
                 continue;
             }
             if t != EMPTY && node.end as usize - i >= LOOP_CHECK_MIN_NODES {
-                if self.skips_subtree(g, t, i) || self.loops_on(a, arena, sc, t, v.below[i])? {
+                if self.skips_subtree(g, t, i) || self.loops_on(a, arena, sc, t, v.below[i])? || self.utf8_takes(a, arena, sc, v, t, i)? {
                     set_all(bits, v.subtree_tokens(i));
                     i = node.end as usize;
                     continue;

@@ -18,7 +18,7 @@ use crate::automaton::{flags, Automaton, StateId, DEAD};
 use crate::bitset::Bitset;
 use crate::mask::StoredMask;
 use crate::parser::mix;
-use crate::vocab_index::{text_next, VocabIndex, TEXT_DEAD};
+use crate::vocab_index::{text_next, utf8_next, VocabIndex, TEXT_DEAD};
 
 /// The vocabulary as seen from one DFA state, ignoring the parser stack.
 ///
@@ -247,6 +247,8 @@ pub struct SkipMemo(Mutex<Skips>);
 struct Skips {
     skips: FxHashMap<StateId, Skip>,
     texts: FxHashMap<StateId, (u32, bool)>,
+    /// Per state: its UTF-8 loop's ASCII bytes, if any (see [`utf8_loop`]).
+    utf8: FxHashMap<StateId, Option<[u64; 2]>>,
 }
 
 impl SkipMemo {
@@ -277,7 +279,7 @@ impl SkipMemo {
 
     fn give_back(&self, skips: Skips) {
         if let Ok(mut m) = self.0.lock() {
-            if m.skips.len() + m.texts.len() < skips.skips.len() + skips.texts.len() {
+            if m.skips.len() + m.texts.len() + m.utf8.len() < skips.skips.len() + skips.texts.len() + skips.utf8.len() {
                 *m = skips;
             }
         }
@@ -456,6 +458,68 @@ impl Skip {
         let chars = v.text_chars[i];
         self.takes_bytes(v, i) || (chars != u16::MAX && self.text >= chars as u32)
     }
+}
+
+/// Fewest ASCII bytes leading a state back to itself for it to be checked
+/// as free text ([`utf8_loop`]).
+const UTF8_LOOP_MIN: u32 = 64;
+
+/// The ASCII bytes that lead `t` back to itself, when at least
+/// [`UTF8_LOOP_MIN`] do and so does every character of two to four bytes,
+/// through interior states (neither finishing nor calling): a state of free
+/// text that avoids a few ASCII bytes (text before `</think>`). A subtree
+/// of well-formed UTF-8 whose ASCII bytes are among them is then accepted
+/// whole ([`VocabIndex::utf8_below`]). Memoized in `m`.
+fn utf8_loop(a: &Automaton, t: StateId, m: &mut Skips) -> Option<[u64; 2]> {
+    if let Some(&known) = m.utf8.get(&t) {
+        return known;
+    }
+    let found = (|| {
+        let moves = a.state_moves(t);
+        let mut ascii = [0u64; 2];
+        for b in 0..0x80u8 {
+            if moves.next(b) == t {
+                ascii[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+        if ascii[0].count_ones() + ascii[1].count_ones() < UTF8_LOOP_MIN {
+            return None;
+        }
+        let mut todo: Vec<(u8, StateId)> = Vec::new();
+        let mut seen: rustc_hash::FxHashSet<(u8, StateId)> = Default::default();
+        for b in 0xC2..=0xF4u8 {
+            let u = moves.next(b);
+            if !interior(a, u) {
+                return None;
+            }
+            todo.push((utf8_next(0, b), u));
+        }
+        while let Some((r, u)) = todo.pop() {
+            if !seen.insert((r, u)) {
+                continue;
+            }
+            let um = a.state_moves(u);
+            for b in 0x80..=0xBFu8 {
+                let r2 = utf8_next(r, b);
+                if r2 == TEXT_DEAD {
+                    continue;
+                }
+                let u2 = um.next(b);
+                if r2 == 0 {
+                    if u2 != t {
+                        return None;
+                    }
+                } else if !interior(a, u2) {
+                    return None;
+                } else {
+                    todo.push((r2, u2));
+                }
+            }
+        }
+        Some(ascii)
+    })();
+    m.utf8.insert(t, found);
+    found
 }
 
 /// Fills in `sk.text`, `t`'s text run ([`text_run`]), on first need, and
@@ -932,6 +996,12 @@ fn walk_into(
             whole = text_of(a, t, &mut sk, cap, &mut memo_now) >= chars as u32;
         }
         last = Some((t, sk));
+        if !whole && sk.run == u32::MAX && v.utf8_below[i] && sk.bytes[0].count_ones() + sk.bytes[1].count_ones() >= UTF8_LOOP_MIN {
+            // Or free text: a state looping on most ASCII bytes, to which
+            // every character leads back, and a subtree whose ASCII bytes
+            // are among those that do.
+            whole = utf8_loop(a, t, &mut memo_now).is_some_and(|l| v.below[i][0] & !l[0] == 0 && v.below[i][1] & !l[1] == 0);
+        }
         if whole {
             accept.add(v.subtree_tokens(i));
             i = node.end as usize;

@@ -81,6 +81,12 @@ pub struct VocabIndex {
     /// them starts. A walk that holds every text token up to some number of
     /// characters ([`VocabIndex::text_up_to`]) jumps over such runs.
     pub sibling_text: Vec<u16>,
+    /// Per node: whether every path strictly below it is a prefix of
+    /// well-formed UTF-8 (any characters, see [`utf8_next`]) read from a
+    /// character boundary. With `below`, lets a mask walk accept at once a
+    /// subtree of free text from a set that every character but a few ASCII
+    /// bytes leads back to (text before a tool call's trigger).
+    pub utf8_below: Vec<bool>,
     pub text_run_end: Vec<u32>,
     pub text_run_chars: Vec<u16>,
     /// [`VocabIndex::text_up_to`]'s sets, built on first need.
@@ -163,6 +169,30 @@ fn text_tokens_by_chars(nodes: &[Node], node_tokens: &[u32]) -> (Vec<u32>, Vec<u
     (by_chars.into_iter().map(|(_, id)| id).collect(), end)
 }
 
+/// The decoder states from which byte `b` (moving by `next`) leads to one
+/// of `ok` (a bit per state): a child's "every path below is decoded from"
+/// states, seen from its parent.
+fn states_from(ok: u8, next: impl Fn(u8) -> u8) -> u8 {
+    let mut m = 0u8;
+    for r in 0..8u8 {
+        let n = next(r);
+        if n != TEXT_DEAD && ok >> n & 1 == 1 {
+            m |= 1 << r;
+        }
+    }
+    m
+}
+
+/// The decoder of well-formed UTF-8 of any characters: [`text_next`]'s,
+/// with every ASCII byte a character.
+pub fn utf8_next(r: u8, b: u8) -> u8 {
+    if r == 0 && b < 0x80 {
+        0
+    } else {
+        text_next(r, b)
+    }
+}
+
 impl VocabIndex {
     /// Builds the index (sorting and laying out the trie).
     pub fn new(vocab: &Vocab) -> Result<VocabIndex, EngineError> {
@@ -231,6 +261,7 @@ impl VocabIndex {
         let mut below = vec![[0u64; 4]; nodes.len()];
         let mut height = vec![0u16; nodes.len()];
         let mut ok_from = vec![u8::MAX; nodes.len()];
+        let mut utf8_from = vec![u8::MAX; nodes.len()];
         let mut chars = vec![0u16; nodes.len()];
         // Per byte: the decoder's moves, and the states a byte followed by
         // anything (a leaf below) is text from.
@@ -271,6 +302,7 @@ impl VocabIndex {
                 }
             };
             ok_from[p] &= text_from;
+            utf8_from[p] &= states_from(utf8_from[i], |r| utf8_next(r, b));
             let c = chars[i].saturating_add(u16::from(!(0x80..0xC0).contains(&b)));
             chars[p] = chars[p].max(c);
         }
@@ -280,6 +312,7 @@ impl VocabIndex {
             root_child[nodes[c].byte as usize] = Some(c as u32);
             c = nodes[c].end as usize;
         }
+        let utf8_below = utf8_from.iter().map(|&m| m & 1 == 1).collect();
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
         let sibling_text: Vec<u16> = (0..nodes.len())
@@ -329,6 +362,7 @@ let index = VocabIndex {
             text_by_chars,
             text_chars_end,
             sibling_text,
+            utf8_below,
             text_run_end,
             text_run_chars,
         };
@@ -494,6 +528,26 @@ mod tests {
         // At the root, a is not text and x runs to the end.
         let x = child(0, b'x');
         assert_eq!((idx.text_run_end[x], idx.text_run_chars[x]), (idx.nodes[0].end, 1));
+    }
+
+
+    #[test]
+    fn utf8_below_allows_every_character_but_not_broken_utf8() {
+        // Below "a": quote, backslash, newline and "é" are all UTF-8; below
+        // "b" a lone continuation byte is not; below "c" a character is cut.
+        let v = vocab(&[b"a\"", b"a\\", b"a\n", "aé".as_bytes(), b"b\x80", b"c\xc3"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let child = |b: u8| {
+            let mut j = 1;
+            while idx.nodes[j].byte != b {
+                j = idx.nodes[j].end as usize;
+            }
+            j
+        };
+        assert!(idx.utf8_below[child(b'a')]);
+        assert!(!idx.utf8_below[child(b'b')]);
+        assert!(idx.utf8_below[child(b'c')]);
+        assert!(!idx.utf8_below[0]);
     }
 
 }
