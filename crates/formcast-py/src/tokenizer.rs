@@ -68,7 +68,7 @@ fn warm_string_body(index: &Arc<VocabIndex>) {
 /// next block and that run is resolved too). Their partitions and the
 /// block ends' resolved runs are shared by every grammar, so a string
 /// decoded here past its first block, a mask per character, leaves them
-/// ready for any `maxLength` (W5's cold p99 2.6 ms → 0.3 ms; about 25 ms of
+/// ready for any `maxLength` (W5's cold p99 2.6 ms → 0.4 ms; about 35 ms of
 /// tokenizer building on Llama-3, where a peer's building takes 120–580 ms).
 fn warm_bounded_string(index: &Arc<VocabIndex>) {
     let opts = formcast_jsonschema::SchemaOptions::default();
