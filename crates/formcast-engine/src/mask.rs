@@ -15,8 +15,8 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, set_all, Partition, Skip, Take, TAKE_MIN_RUN};
-use crate::vocab_index::{utf8_next, VocabIndex, TEXT_DEAD};
+use crate::partition::{accept_text_up_to, set_all, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::vocab_index::VocabIndex;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,7 +121,7 @@ pub struct MaskWalker {
     /// Per set, once needed: the ASCII bytes that lead it back to itself
     /// when every other character does too (a UTF-8 character through
     /// sets that go on to its end), else none (see [`MaskWalker::utf8_loop`]).
-    utf8_loops: Vec<Option<Option<[u64; 4]>>>,
+    utf8_loops: Vec<Option<Option<[u64; 2]>>>,
     frames: Vec<(u32, u32)>,
     /// Scratch of [`accept_text_up_to`].
     count_stack: Vec<(u32, u32)>,
@@ -147,9 +147,6 @@ const UNKNOWN: u32 = u32::MAX - 1;
 const DEAD: u32 = u32::MAX;
 /// The interned empty set: the bytes so far are valid but nothing can follow.
 const EMPTY: u32 = 0;
-/// Fewest ASCII bytes leading a set back to itself for it to be checked as
-/// free text ([`MaskWalker::utf8_loop`]).
-const UTF8_LOOP_MIN: usize = 64;
 
 impl MaskWalker {
     fn reset(&mut self) {
@@ -252,68 +249,30 @@ impl MaskWalker {
         Ok(below[0] & !ascii[0] == 0 && below[1] & !ascii[1] == 0)
     }
 
-    /// The set's UTF-8 loop (memoized per set): when at least [`UTF8_LOOP_MIN`]
-    /// ASCII bytes lead it back to itself and so does every character of two
-    /// to four bytes, with each set met inside a character going on (neither
-    /// dead nor empty), those ASCII bytes.
-    fn utf8_loop(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32) -> Result<Option<[u64; 4]>, EngineError> {
+    /// The set's [`utf8_loop_by`] through sets that are neither dead nor
+    /// empty, memoized per set; only for a set holding an item that may
+    /// finish and loops on many ASCII bytes (the skips of interior states,
+    /// see `skips_subtree`, already take their subtrees, and most sets are
+    /// not free text).
+    fn utf8_loop(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32) -> Result<Option<[u64; 2]>, EngineError> {
         if let Some(known) = self.utf8_loops[set as usize] {
             return Ok(known);
         }
         self.utf8_loops[set as usize] = Some(None);
-        // A cheap filter first: some item's state may finish and loops on
-        // many ASCII bytes, a few common ones first (most sets are not free
-        // text).
         let (start, len) = self.sets[set as usize];
         let items = &self.set_items[start as usize..(start + len) as usize];
-        // Only a state that may finish: the skips of interior states (see
-        // `skips_subtree`) already take their subtrees.
-        let loops = |st: u32| a.flags[st as usize] & flags::ACCEPTING != 0 && [b' ', b'e', b'0', b'.'].iter().all(|&b| a.next(st, b) == st);
-        if !items.iter().any(|it| loops(it.state) && (0..0x80u8).filter(|&b| a.next(it.state, b) == it.state).count() >= UTF8_LOOP_MIN) {
+        // A few common bytes first, then all of them.
+        let loops = |st: u32| {
+            a.flags[st as usize] & flags::ACCEPTING != 0
+                && [b' ', b'e', b'0', b'.'].iter().all(|&b| a.next(st, b) == st)
+                && (0..0x80u8).filter(|&b| a.next(st, b) == st).count() >= UTF8_LOOP_MIN as usize
+        };
+        if !items.iter().any(|it| loops(it.state)) {
             return Ok(None);
         }
-        let mut ascii = [0u64; 4];
-        for b in 0..0x80u8 {
-            if self.step(a, arena, sc, set, b)? == set {
-                ascii[b as usize / 64] |= 1 << (b % 64);
-            }
-        }
-        if ascii.iter().map(|w| w.count_ones() as usize).sum::<usize>() < UTF8_LOOP_MIN {
-            return Ok(None);
-        }
-        // Every multi-byte character, by (decoder state, set) pairs.
-        let mut todo: Vec<(u8, u32)> = Vec::new();
-        let mut seen: rustc_hash::FxHashSet<(u8, u32)> = Default::default();
-        for b in 0xC2..=0xF4u8 {
-            let u = self.step(a, arena, sc, set, b)?;
-            if u == DEAD || u == EMPTY {
-                return Ok(None);
-            }
-            todo.push((utf8_next(0, b), u));
-        }
-        while let Some((r, u)) = todo.pop() {
-            if !seen.insert((r, u)) {
-                continue;
-            }
-            for b in 0x80..=0xBFu8 {
-                let r2 = utf8_next(r, b);
-                if r2 == TEXT_DEAD {
-                    continue;
-                }
-                let u2 = self.step(a, arena, sc, u, b)?;
-                if r2 == 0 {
-                    if u2 != set {
-                        return Ok(None);
-                    }
-                } else if u2 == DEAD || u2 == EMPTY {
-                    return Ok(None);
-                } else {
-                    todo.push((r2, u2));
-                }
-            }
-        }
-        self.utf8_loops[set as usize] = Some(Some(ascii));
-        Ok(Some(ascii))
+        let found = utf8_loop_by(set, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?;
+        self.utf8_loops[set as usize] = Some(found);
+        Ok(found)
     }
 
     /// Whether some item of `set` takes every path of the subtree below trie

@@ -460,64 +460,73 @@ impl Skip {
     }
 }
 
-/// Fewest ASCII bytes leading a state back to itself for it to be checked
-/// as free text ([`utf8_loop`]).
-const UTF8_LOOP_MIN: u32 = 64;
+/// Fewest ASCII bytes leading a state (or, in a mask walk, a parser set)
+/// back to itself for it to be checked as free text ([`utf8_loop_by`]).
+pub(crate) const UTF8_LOOP_MIN: u32 = 64;
 
-/// The ASCII bytes that lead `t` back to itself, when at least
-/// [`UTF8_LOOP_MIN`] do and so does every character of two to four bytes,
-/// through interior states (neither finishing nor calling): a state of free
-/// text that avoids a few ASCII bytes (text before `</think>`). A subtree
-/// of well-formed UTF-8 whose ASCII bytes are among them is then accepted
-/// whole ([`VocabIndex::utf8_below`]). Memoized in `m`.
+/// The ASCII bytes that `step` leads `start` back to itself on, when at
+/// least [`UTF8_LOOP_MIN`] do and so does every character of two to four
+/// bytes, with every point met inside a character one that `goes_on`: the
+/// shape of free text that avoids a few ASCII bytes (text before
+/// `</think>`). A subtree of well-formed UTF-8 whose ASCII bytes are among
+/// them then leads back to `start` character by character
+/// ([`VocabIndex::utf8_below`]). Shared by the partition walk (automaton
+/// states) and the mask walk (parser sets).
+pub(crate) fn utf8_loop_by<S: Copy + Eq + std::hash::Hash, E>(
+    start: S,
+    mut step: impl FnMut(S, u8) -> Result<S, E>,
+    goes_on: impl Fn(S) -> bool,
+) -> Result<Option<[u64; 2]>, E> {
+    let mut ascii = [0u64; 2];
+    for b in 0..0x80u8 {
+        if step(start, b)? == start {
+            ascii[b as usize / 64] |= 1 << (b % 64);
+        }
+    }
+    if ascii[0].count_ones() + ascii[1].count_ones() < UTF8_LOOP_MIN {
+        return Ok(None);
+    }
+    // Every multi-byte character, by (decoder state, point) pairs.
+    let mut todo: Vec<(u8, S)> = Vec::new();
+    let mut seen: rustc_hash::FxHashSet<(u8, S)> = Default::default();
+    for b in 0xC2..=0xF4u8 {
+        let u = step(start, b)?;
+        if !goes_on(u) {
+            return Ok(None);
+        }
+        todo.push((utf8_next(0, b), u));
+    }
+    while let Some((r, u)) = todo.pop() {
+        if !seen.insert((r, u)) {
+            continue;
+        }
+        for b in 0x80..=0xBFu8 {
+            let r2 = utf8_next(r, b);
+            if r2 == TEXT_DEAD {
+                continue;
+            }
+            let u2 = step(u, b)?;
+            if r2 == 0 {
+                if u2 != start {
+                    return Ok(None);
+                }
+            } else if !goes_on(u2) {
+                return Ok(None);
+            } else {
+                todo.push((r2, u2));
+            }
+        }
+    }
+    Ok(Some(ascii))
+}
+
+/// [`utf8_loop_by`] of state `t` through interior states (neither finishing
+/// nor calling), memoized in `m`.
 fn utf8_loop(a: &Automaton, t: StateId, m: &mut Skips) -> Option<[u64; 2]> {
     if let Some(&known) = m.utf8.get(&t) {
         return known;
     }
-    let found = (|| {
-        let moves = a.state_moves(t);
-        let mut ascii = [0u64; 2];
-        for b in 0..0x80u8 {
-            if moves.next(b) == t {
-                ascii[b as usize / 64] |= 1 << (b % 64);
-            }
-        }
-        if ascii[0].count_ones() + ascii[1].count_ones() < UTF8_LOOP_MIN {
-            return None;
-        }
-        let mut todo: Vec<(u8, StateId)> = Vec::new();
-        let mut seen: rustc_hash::FxHashSet<(u8, StateId)> = Default::default();
-        for b in 0xC2..=0xF4u8 {
-            let u = moves.next(b);
-            if !interior(a, u) {
-                return None;
-            }
-            todo.push((utf8_next(0, b), u));
-        }
-        while let Some((r, u)) = todo.pop() {
-            if !seen.insert((r, u)) {
-                continue;
-            }
-            let um = a.state_moves(u);
-            for b in 0x80..=0xBFu8 {
-                let r2 = utf8_next(r, b);
-                if r2 == TEXT_DEAD {
-                    continue;
-                }
-                let u2 = um.next(b);
-                if r2 == 0 {
-                    if u2 != t {
-                        return None;
-                    }
-                } else if !interior(a, u2) {
-                    return None;
-                } else {
-                    todo.push((r2, u2));
-                }
-            }
-        }
-        Some(ascii)
-    })();
+    let Ok(found) = utf8_loop_by(t, |u, b| Ok::<_, std::convert::Infallible>(a.next(u, b)), |u| interior(a, u));
     m.utf8.insert(t, found);
     found
 }

@@ -81,15 +81,15 @@ pub struct VocabIndex {
     /// them starts. A walk that holds every text token up to some number of
     /// characters ([`VocabIndex::text_up_to`]) jumps over such runs.
     pub sibling_text: Vec<u16>,
-    /// Per node: whether every path strictly below it is a prefix of
-    /// well-formed UTF-8 (any characters, see [`utf8_next`]) read from a
-    /// character boundary. With `below`, lets a mask walk accept at once a
-    /// subtree of free text from a set that every character but a few ASCII
-    /// bytes leads back to (text before a tool call's trigger).
-    pub utf8_below: Vec<bool>,
     pub text_run_end: Vec<u32>,
     pub text_run_chars: Vec<u16>,
-    /// [`VocabIndex::text_up_to`]'s sets, built on first need.
+    /// Per node: whether every path strictly below it is a prefix of
+    /// well-formed UTF-8 (any characters, see [`utf8_next`]) read from a
+    /// character boundary. With `below`, lets a walk accept at once a
+    /// subtree of free text from a state or set that every character but a
+    /// few ASCII bytes leads back to (text before a tool call's trigger).
+    pub utf8_below: Vec<bool>,
+    /// [`VocabIndex::text_up_to`]'s sets (see there for when each is built).
     text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
 
@@ -342,7 +342,7 @@ impl VocabIndex {
                 (text_run_end[next], text_run_chars[next].max(sibling_text[i]))
             };
         }
-let index = VocabIndex {
+        let index = VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
             logits_size,
@@ -362,9 +362,9 @@ let index = VocabIndex {
             text_by_chars,
             text_chars_end,
             sibling_text,
-            utf8_below,
             text_run_end,
             text_run_chars,
+            utf8_below,
         };
         // The sets of text tokens a string's walks start from, built now
         // rather than inside a first mask (about 1 MB for Llama-3): every
