@@ -26,95 +26,98 @@ fn options(stop_token_ids: Option<Vec<u32>>, logits_size: Option<usize>, config:
 impl TokenizerInfo {
     fn build(py: Python<'_>, vocab: Vocab) -> PyResult<Self> {
         let index = Arc::new(py.detach(|| VocabIndex::new(&vocab)).map_err(to_py)?);
-        py.detach(|| warm_string_body(&index));
-        prewarm_in_background(index.clone());
+        if prewarm_enabled() {
+            // On a thread of its own, joined: what the warm-up allocates and
+            // frees stays out of this thread's heap, whose free pages the
+            // compiles that follow use (with the decode on this thread, the
+            // compiles of tests/test_heap_reserve.py met 640–1,700 fresh
+            // pages with the reserve, against 2,100–3,500 without it).
+            let bounded = py.detach(|| std::thread::scope(|s| s.spawn(|| warm_strings(&index)).join().ok().flatten()));
+            prewarm_in_background(bounded);
+        }
         crate::heap::keep_reserve();
         Ok(TokenizerInfo { vocab: Arc::new(vocab), index })
     }
 }
 
-/// Schemas whose string automata nearly every JSON grammar contains: an
-/// unbounded string body, and the 32-character blocks and remainder chains
-/// that every `maxLength`/`minLength` above 32 is built from.
-const PREWARM_SCHEMAS: [&str; 2] = [r#"{"type": "string"}"#, r#"{"type": "string", "minLength": 1, "maxLength": 100}"#];
+/// `FORMCAST_PREWARM=0` turns off the string partitions computed while the
+/// tokenizer is built and the background warm-up
+/// (benchmarks/first_request.py measures the first request with and
+/// without them).
+fn prewarm_enabled() -> bool {
+    !std::env::var("FORMCAST_PREWARM").is_ok_and(|v| v.trim() == "0")
+}
 
-/// Before the tokenizer is handed out: the partitions of an unbounded JSON
-/// string's states (its body, escapes and closing quote), which nearly every
-/// JSON grammar's first string meets, and of the built-in JSON grammar. Computed here rather than by the
-/// background warm-up, which waits for the first schema to be over: the
-/// first string of the first request would otherwise walk the trie itself
-/// (W1's first string mask: 250 µs with the walk, under 50 µs without).
-/// Costs about a millisecond of tokenizer building.
-fn warm_string_body(index: &Arc<VocabIndex>) {
-    if std::env::var("FORMCAST_PREWARM").is_ok_and(|v| v.trim() == "0") {
-        return;
-    }
+/// The string automata nearly every JSON grammar contains: an unbounded
+/// string body, and the 32-character blocks and remainder chains that every
+/// `maxLength`/`minLength` above 32 is built from.
+const STRING_SCHEMA: &str = r#"{"type": "string"}"#;
+const BOUNDED_STRING_SCHEMA: &str = r#"{"type": "string", "minLength": 1, "maxLength": 100}"#;
+
+/// Compiles `grammar` for the warm-up with no budget (these grammars are
+/// small and fixed).
+fn compile_unbounded(index: &Arc<VocabIndex>, grammar: &formcast_grammar::Grammar) -> Option<formcast_engine::CompiledGrammar> {
+    formcast_engine::CompiledGrammar::compile(grammar, index.clone(), &Default::default(), &formcast_engine::Budget::unlimited()).ok()
+}
+
+/// Before the tokenizer is handed out, what the first request's first
+/// strings would otherwise pay for, shared by every grammar of the
+/// tokenizer; the background warm-up waits for the first schema to be over.
+///
+/// - The partitions of an unbounded JSON string's states (body, escapes,
+///   closing quote) and of the built-in JSON grammar's strings (W1's first
+///   string mask: 250 µs with the walk, under 50 µs without).
+/// - A length-bounded string is 32-character blocks and a remainder, each
+///   position its own automaton state: decoding the first string with a
+///   `maxLength` walked the trie at every character (two partitions per
+///   step, 0.1–2 ms each near a block's end, where most tokens cross into
+///   the next block and that run is resolved too). A string decoded here
+///   past its first block, a mask per character, leaves every position's
+///   partition and the block end's resolved run ready for any `maxLength`
+///   (W5's cold p99 2.6 ms → 0.4 ms).
+///
+/// About 35 ms of tokenizer building on Llama-3, where a peer's building
+/// takes 120–580 ms. Returns the bounded string's grammar, whose other
+/// partitions the background warm-up computes.
+fn warm_strings(index: &Arc<VocabIndex>) -> Option<Arc<formcast_engine::CompiledGrammar>> {
     let opts = formcast_jsonschema::SchemaOptions::default();
-    let schema_string = formcast_jsonschema::json_schema_str_to_grammar(PREWARM_SCHEMAS[0], &opts).ok().map(|(g, _)| g);
-    // The built-in JSON grammar's strings (keys and values of any JSON)
-    // are automata of their own.
-    for grammar in schema_string.into_iter().chain([formcast_grammar::json::builtin_json_grammar()]) {
-        if let Ok(cg) = formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &formcast_engine::Budget::unlimited()) {
+    let string = formcast_jsonschema::json_schema_str_to_grammar(STRING_SCHEMA, &opts).ok().map(|(g, _)| g);
+    for grammar in string.into_iter().chain([formcast_grammar::json::builtin_json_grammar()]) {
+        if let Some(cg) = compile_unbounded(index, &grammar) {
             partitions_between_ascii(&cg, || ());
         }
     }
-    warm_bounded_string(index);
-}
-
-/// A length-bounded string is 32-character blocks and a remainder, each
-/// position its own automaton state: decoding the first string with a
-/// `maxLength` walked the trie at every character (two partitions per
-/// step, 0.1–2 ms each near a block's end, where most tokens cross into the
-/// next block and that run is resolved too). Their partitions and the
-/// block ends' resolved runs are shared by every grammar, so a string
-/// decoded here past its first block, a mask per character, leaves them
-/// ready for any `maxLength` (W5's cold p99 2.6 ms → 0.4 ms; about 35 ms of
-/// tokenizer building on Llama-3, where a peer's building takes 120–580 ms).
-fn warm_bounded_string(index: &Arc<VocabIndex>) {
-    let opts = formcast_jsonschema::SchemaOptions::default();
-    let Ok((grammar, _)) = formcast_jsonschema::json_schema_str_to_grammar(PREWARM_SCHEMAS[1], &opts) else { return };
-    let Ok(cg) = formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), &formcast_engine::Budget::unlimited()) else {
-        return;
-    };
-    let Ok(mut m) = formcast_engine::Matcher::new(Arc::new(cg), false, None) else { return };
+    let (grammar, _) = formcast_jsonschema::json_schema_str_to_grammar(BOUNDED_STRING_SCHEMA, &opts).ok()?;
+    let cg = Arc::new(compile_unbounded(index, &grammar)?);
+    let mut m = formcast_engine::Matcher::new(cg.clone(), false, None).ok()?;
     let mut out = vec![0u32; index.mask_words()];
-    if !m.accept_bytes(b"\"").unwrap_or(false) {
-        return;
-    }
-    // One block and the next one's start: every position of a block and of
-    // the remainder beside it, and a block's end.
-    for _ in 0..34 {
-        if m.fill_next_token_bitmask(&mut out).is_err() || !m.accept_bytes(b"a").unwrap_or(false) {
-            return;
+    if m.accept_bytes(b"\"").unwrap_or(false) {
+        // One block and the next one's start: every position of a block and
+        // of the remainder beside it, and a block's end.
+        for _ in 0..34 {
+            if m.fill_next_token_bitmask(&mut out).is_err() || !m.accept_bytes(b"a").unwrap_or(false) {
+                break;
+            }
         }
     }
+    Some(cg)
 }
 
 /// Computes the partitions of the states of `cg` met between whole ASCII
 /// characters (those a token boundary usually falls on), not every UTF-8
 /// middle; `before` runs before each.
 fn partitions_between_ascii(cg: &formcast_engine::CompiledGrammar, before: impl Fn()) {
-    for s in ascii_states(cg) {
-        before();
-        cg.partition(s);
-    }
-}
-
-/// The states of `cg` met between whole ASCII characters, from its rules'
-/// starts.
-fn ascii_states(cg: &formcast_engine::CompiledGrammar) -> Vec<u32> {
     let a = &cg.automaton;
     let mut seen = vec![false; a.n_states()];
     let mut todo: Vec<u32> = a.rule_start.clone();
-    let mut out = Vec::new();
     while let Some(s) = todo.pop() {
         if s == formcast_engine::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
             continue;
         }
-        out.push(s);
+        before();
+        cg.partition(s);
         todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
     }
-    out
 }
 
 /// String formats whose automata take milliseconds to build: compiled once
@@ -132,22 +135,17 @@ const PREWARM_FORMAT_DFAS: [&str; 6] = ["date", "email", "uri", "uuid", "ipv4", 
 const QUIET: std::time::Duration = std::time::Duration::from_millis(5);
 
 /// On a background thread: fills the process-wide rule cache with the
-/// automata of the string schemas, formats and length remainders below and
-/// the front-end's automata of a few formats, then the vocabulary's
-/// shared partition cache (see `formcast_engine::partition`) for the string
-/// automata. The first JSON grammar compiled for this tokenizer then finds
-/// them ready instead of determinizing them and walking the whole token trie
-/// once per state. Nothing waits for it; a grammar that needs an automaton or
+/// automata of the formats and length remainders below and the front-end's
+/// automata of a few formats, then the vocabulary's shared partition cache
+/// (see `formcast_engine::partition`) for the rest of the bounded string's
+/// states (`bounded`, from [`warm_strings`]). The first JSON grammar
+/// compiled for this tokenizer then finds them ready instead of
+/// determinizing them and walking the whole token trie once per state. Nothing waits for it; a grammar that needs an automaton or
 /// a partition first builds it itself. It waits for foreground work (see
 /// `formcast_engine::foreground`) before each step: a compile beside it
 /// shares the machine's cores and caches (a small schema's first compile took
 /// 1.9 ms beside the warm-up, 1.1 ms with none running, on 2 cores).
-fn prewarm_in_background(index: Arc<VocabIndex>) {
-    // `FORMCAST_PREWARM=0` turns the warm-up off (benchmarks/first_request.py
-    // measures the first request with and without it).
-    if std::env::var("FORMCAST_PREWARM").is_ok_and(|v| v.trim() == "0") {
-        return;
-    }
+fn prewarm_in_background(bounded: Option<Arc<formcast_engine::CompiledGrammar>>) {
     let _ = std::thread::Builder::new().name("formcast-prewarm".into()).spawn(move || {
         let _ = std::panic::catch_unwind(move || {
             use formcast_engine::foreground::{background_budget, wait_until_idle};
@@ -165,18 +163,10 @@ fn prewarm_in_background(index: Arc<VocabIndex>) {
                 }
             }
             let opts = formcast_jsonschema::SchemaOptions::default();
-            // Compiles first (they fill the rule cache within milliseconds),
-            // then the slower partitions.
-            let compiled: Vec<_> = PREWARM_SCHEMAS
-                .iter()
-                .filter_map(|schema| {
-                    idle();
-                    formcast_jsonschema::json_schema_str_to_grammar(schema, &opts).ok()
-                })
-                .filter_map(|(grammar, _)| step(|budget| formcast_engine::CompiledGrammar::compile(&grammar, index.clone(), &Default::default(), budget)).ok())
-                .collect();
-            // Formats, then the last partial block of every other `maxLength`
-            // (`e{0,k}` and the closing quote, k < 32: one automaton each).
+            // Automata first (they fill the rule cache within milliseconds),
+            // then the slower partitions. Formats, then the last partial
+            // block of every other `maxLength` (`e{0,k}` and the closing
+            // quote, k < 32: one automaton each).
             let formats = PREWARM_FORMATS.iter().map(|f| format!(r#"{{"type": "string", "format": "{f}"}}"#));
             let remainders = (0..32).map(|k| format!(r#"{{"type": "string", "maxLength": {}}}"#, 64 + k));
             for schema in formats.chain(remainders) {
@@ -190,13 +180,13 @@ fn prewarm_in_background(index: Arc<VocabIndex>) {
                     let _ = atom.dfa();
                 }
             }
-            // The partitions (about 100 ms of trie walks) wait for the first
+            // The partitions (tens of ms of trie walks) wait for the first
             // schema to be over: a compile arriving meanwhile shared the
             // machine with a walk (W3's, 70 ms after the tokenizer was
             // built: median 1.6 ms beside it, 1.1 ms after it), and a
             // schema's first mask seldom needs a string partition.
             formcast_engine::foreground::wait_for_work_after(0);
-            for cg in compiled {
+            if let Some(cg) = bounded {
                 partitions_between_ascii(&cg, idle);
             }
         });
