@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import settings
 
@@ -23,6 +24,23 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
 TOKENIZERS = SHARED / "tokenizers"
+
+
+def mask_row_bits(mask: np.ndarray, n: int) -> np.ndarray:
+    """Row 0 of a token bitmask as booleans for the first `n` token ids."""
+    return np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+
+
+def accepted_by_parser(m: fc.GrammarMatcher, n: int) -> np.ndarray:
+    """Which of the first `n` token ids `accept_token` takes from `m`'s
+    state, one by one (each rolled back): the reference a mask is checked
+    against, since acceptance takes none of the mask walk's shortcuts."""
+    ok = np.zeros(n, dtype=bool)
+    for t in range(n):
+        if m.accept_token(t):
+            ok[t] = True
+            m.rollback(1)
+    return ok
 
 
 def run_with_llama3(script: str, paths: list[Path], env: dict[str, str | None], wrapper: list[str] = ()) -> str:

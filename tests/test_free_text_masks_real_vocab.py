@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 import formcast as fc
+from conftest import accepted_by_parser, mask_row_bits
 from formcast.styles import structural_tag_for
 
 TOOLS = [{"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -48,14 +49,6 @@ def compiled(llama3):
     return {name: compiler.compile(make()) for name, make in GRAMMARS.items()}
 
 
-def _accepted_by_parser(m: fc.GrammarMatcher, n: int) -> np.ndarray:
-    ok = np.zeros(n, dtype=bool)
-    for t in range(n):
-        if m.accept_token(t):
-            ok[t] = True
-            m.rollback(1)
-    return ok
-
 
 @pytest.mark.parametrize("name", sorted(GRAMMARS))
 @pytest.mark.parametrize("prefix", PREFIXES)
@@ -66,8 +59,8 @@ def test_free_text_masks_equal_token_acceptance(llama3, compiled, name, prefix):
     mask = fc.allocate_token_bitmask(1, llama3.logits_size)
     m.fill_next_token_bitmask(mask, 0)
     n = llama3.vocab_size
-    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+    bits = mask_row_bits(mask, n)
     assert bits.any()
-    diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+    diff = np.flatnonzero(bits != accepted_by_parser(m, n))
     all_bytes = llama3.all_token_bytes()
     assert diff.size == 0, f"{name} after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"

@@ -25,6 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import formcast as fc
+from conftest import accepted_by_parser, mask_row_bits
 
 SCHEMAS = [
     {"type": "string", "maxLength": 70},
@@ -55,14 +56,6 @@ def parts(llama3):
     all_bytes = llama3.all_token_bytes()
     return llama3, compiled, all_bytes
 
-
-def _accepted_by_parser(m: fc.GrammarMatcher, n: int) -> np.ndarray:
-    ok = np.zeros(n, dtype=bool)
-    for t in range(n):
-        if m.accept_token(t):
-            ok[t] = True
-            m.rollback(1)
-    return ok
 
 
 def _string_chars(text: str) -> int:
@@ -95,10 +88,10 @@ def test_bounded_string_masks_equal_token_acceptance(parts, seed):
         text = b""
         for _ in range(60):
             m.fill_next_token_bitmask(mask, 0)
-            bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+            bits = mask_row_bits(mask, n)
             chars = _string_chars(text.decode("utf-8", "replace"))
             if chars >= 0 and (chars % 32 >= 20 or chars >= 30):
-                expect = _accepted_by_parser(m, n)
+                expect = accepted_by_parser(m, n)
                 diff = np.flatnonzero(bits != expect)
                 assert diff.size == 0, (
                     f"schema {json.dumps(SCHEMAS[compiled.index(c)])} after {text!r}: "
@@ -129,9 +122,9 @@ def _assert_mask_after_prefix_is_acceptance(parts, schema, prefix):
     mask = fc.allocate_token_bitmask(1, tok.logits_size)
     m.fill_next_token_bitmask(mask, 0)
     n = tok.vocab_size
-    bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
+    bits = mask_row_bits(mask, n)
     assert bits.any()
-    diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+    diff = np.flatnonzero(bits != accepted_by_parser(m, n))
     assert diff.size == 0, f"after {prefix!r}: mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
 
 
@@ -164,8 +157,8 @@ def test_counted_string_masks_equal_token_acceptance(parts, seed):
         text = b""
         for _ in range(4):
             m.fill_next_token_bitmask(mask, 0)
-            bits = np.unpackbits(mask[0].view(np.uint8), bitorder="little")[:n].astype(bool)
-            diff = np.flatnonzero(bits != _accepted_by_parser(m, n))
+            bits = mask_row_bits(mask, n)
+            diff = np.flatnonzero(bits != accepted_by_parser(m, n))
             assert diff.size == 0, (
                 f"schema {json.dumps(schema)} after {text!r}: "
                 f"mask and accept_token disagree on {[(int(t), all_bytes[t], bool(bits[t])) for t in diff[:8]]}"
