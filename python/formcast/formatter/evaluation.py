@@ -17,13 +17,16 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from .._depth import loads
-from ..evaluate import ContentSimilarity, EvalResult, SimilarityOptions, evaluate
+from ..evaluate import ContentSimilarity, EvalResult, SimilarityOptions, evaluate, parse_response
+from ..evaluate.baselines import BASELINES
 from ..evaluate.complexity import MEASURES, mean_profile
+from ..evaluate.degenerate import DegeneracySummary, degeneracy, summarize
 from .backends import BackendError, Completion, TransientBackendError
 from .data import Example, dataset_name, load_jsonl
 
@@ -32,6 +35,7 @@ __all__ = [
     "RunReport",
     "RunConfigMismatch",
     "run_eval",
+    "score_baselines",
     "load_predictions",
     "display_name",
     "DISPLAY_NAMES",
@@ -65,6 +69,20 @@ class DatasetReport:
     result: EvalResult
     complexity: dict[str, float]
     errors: int = 0
+    #: schema accuracy and content similarity of each trivial answer
+    #: (:data:`formcast.evaluate.baselines.BASELINES`), by baseline name
+    baselines: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: degenerate-output rates of the answers, and of the gold answers (reference)
+    degeneracy: DegeneracySummary | None = None
+    gold_degeneracy: DegeneracySummary | None = None
+    #: tokens generated for the dataset and the wall time spent generating them
+    completion_tokens: int = 0
+    seconds: float | None = None
+
+    @property
+    def tokens_per_second(self) -> float | None:
+        """Completion tokens per second of generation (None when not timed)."""
+        return self.completion_tokens / self.seconds if self.seconds and self.completion_tokens else None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -73,6 +91,12 @@ class DatasetReport:
             **self.result.as_dict(),
             "errors": self.errors,
             "complexity": self.complexity,
+            "baselines": self.baselines,
+            "degeneracy": self.degeneracy.as_dict() if self.degeneracy else None,
+            "gold_degeneracy": self.gold_degeneracy.as_dict() if self.gold_degeneracy else None,
+            "completion_tokens": self.completion_tokens,
+            "seconds": self.seconds,
+            "tokens_per_second": self.tokens_per_second,
         }
 
 
@@ -217,11 +241,14 @@ def run_eval(
             if formatter is None:
                 raise FileNotFoundError(f"{pred_file}: {len(todo)} of {len(examples)} predictions missing")
             _predict(formatter, todo, pred_file, saved, display_name(name), progress)
-        raws, errors = [], 0
+        raws, errors, tokens = [], 0, 0
         for ex in examples:
             record = saved[ex.id]
             raws.append(record.get("raw") or "")
             errors += 1 if record.get("error") else 0
+            tokens += int(record.get("completion_tokens") or 0)
+        timing_file = pred_file.with_suffix(".timing.json")
+        seconds = json.loads(timing_file.read_text(encoding="utf-8")).get("seconds") if timing_file.exists() else None
         result = evaluate(
             raws,
             [ex.gold_json for ex in examples],
@@ -231,7 +258,26 @@ def run_eval(
             progress=progress,
         )
         complexity = mean_profile(ex.gold_json for ex in examples) if examples else {m: 0.0 for m in MEASURES}
-        report.datasets.append(DatasetReport(name, str(path), result, complexity, errors))
+        baselines = score_baselines(examples, scorer=scorer, schema_mode=schema_mode)
+        found = [
+            degeneracy(r.value, ex.input_text)
+            for ex, r in zip(examples, (parse_response(raw) for raw in raws))
+            if r.ok
+        ]
+        report.datasets.append(
+            DatasetReport(
+                name,
+                str(path),
+                result,
+                complexity,
+                errors,
+                baselines=baselines,
+                degeneracy=summarize(found),
+                gold_degeneracy=summarize(degeneracy(ex.gold_json, ex.input_text) for ex in examples),
+                completion_tokens=tokens,
+                seconds=seconds,
+            )
+        )
 
     if write_report:
         from .report import write_reports
@@ -239,6 +285,24 @@ def run_eval(
         others = [load_run(p) for p in compare]
         write_reports(report, out, others=others)
     return report
+
+
+def score_baselines(
+    examples: Sequence[Example],
+    *,
+    scorer: ContentSimilarity,
+    schema_mode: Literal["keys-and-types", "jsonschema"] = "keys-and-types",
+) -> dict[str, dict[str, float]]:
+    """Schema accuracy and content similarity of each trivial answer (one
+    that reads nothing from the input, :data:`~formcast.evaluate.baselines.BASELINES`)
+    on ``examples``, by baseline name."""
+    out: dict[str, dict[str, float]] = {}
+    for key, (_, answer) in BASELINES.items():
+        raws = [json.dumps(answer(ex.json_schema, ex.input_text), ensure_ascii=False) for ex in examples]
+        res = evaluate(raws, [ex.gold_json for ex in examples], [ex.json_schema for ex in examples],
+                       scorer=scorer, schema_mode=schema_mode)
+        out[key] = {"schema_accuracy": res.schema_accuracy, "content_similarity": res.content_similarity}
+    return out
 
 
 def _predict(
@@ -255,6 +319,7 @@ def _predict(
         for record in saved.values():
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     lock = threading.Lock()
+    started = time.monotonic()
     with pred_file.open("a", encoding="utf-8") as fh:
 
         def on_result(i: int, res: Completion | BackendError) -> None:
@@ -265,6 +330,8 @@ def _predict(
                 record = {"id": ex.id, "raw": "", "finish_reason": None, "error": str(res)}
             else:
                 record = {"id": ex.id, "raw": res.text, "finish_reason": res.finish_reason, "error": None}
+                if "completion_tokens" in res.usage:
+                    record["completion_tokens"] = res.usage["completion_tokens"]
             with lock:
                 fh.write(json.dumps(record, ensure_ascii=False) + "\n")
                 fh.flush()
@@ -278,6 +345,11 @@ def _predict(
             errors="return",
             desc=desc,
         )
+    # Wall time spent generating, summed over resumed sessions: with the
+    # completion tokens of each record, the run's generation speed.
+    timing_file = pred_file.with_suffix(".timing.json")
+    spent = json.loads(timing_file.read_text(encoding="utf-8")).get("seconds", 0.0) if timing_file.exists() else 0.0
+    timing_file.write_text(json.dumps({"seconds": spent + time.monotonic() - started}) + "\n", encoding="utf-8")
     transient = [r for r in results if isinstance(r, TransientBackendError)]
     if transient:
         raise TransientBackendError(
@@ -303,5 +375,19 @@ def load_run(path: str | Path) -> RunReport:
             unparseable=d["unparseable"],
             examples=[],
         )
-        report.datasets.append(DatasetReport(d["name"], d["path"], result, d.get("complexity", {}), d.get("errors", 0)))
+        deg, gold_deg = d.get("degeneracy"), d.get("gold_degeneracy")
+        report.datasets.append(
+            DatasetReport(
+                d["name"],
+                d["path"],
+                result,
+                d.get("complexity", {}),
+                d.get("errors", 0),
+                baselines=d.get("baselines") or {},
+                degeneracy=DegeneracySummary(**deg) if deg else None,
+                gold_degeneracy=DegeneracySummary(**gold_deg) if gold_deg else None,
+                completion_tokens=d.get("completion_tokens", 0),
+                seconds=d.get("seconds"),
+            )
+        )
     return report
