@@ -9,9 +9,12 @@ call, set the disallowed logits to ``-inf``, sample, advance the matchers,
 and hand text deltas to the waiting request handlers on the event loop.
 
 Logit processing, in order: ``logit_bias``, the repeat penalty, the
-frequency and presence penalties (:func:`_penalize`), then the grammar mask,
-so no bias or penalty can make an invalid token win; then sampling
-(:func:`_sample`): ``min_p``, temperature, ``top_k``, ``top_p``.
+frequency and presence penalties, the no-repeat n-gram guard
+(:func:`_penalize`), then the grammar mask, so no bias, penalty or guard can
+make an invalid token win; then sampling (:func:`_sample`): ``min_p``,
+temperature, ``top_k``, ``top_p``. A constrained job with ``loop_guard``
+holds its last tokens' text back and, when a string value starts to repeat
+itself, rolls the repeats back and closes the string (:meth:`Engine._guard_loop`).
 """
 
 from __future__ import annotations
@@ -34,6 +37,15 @@ from ..runtime import ModelRuntime, SequenceFeed
 log = logging.getLogger("formcast.server")
 
 __all__ = ["SamplingParams", "LogitBias", "StopScanner", "Job", "TokenEvent", "FinishEvent", "ErrorEvent", "Engine", "QueueFullError"]
+
+
+# The no-repeat n-gram guard's penalty: finite, so that when the grammar
+# allows only banned tokens the best of them still wins.
+NGRAM_BAN = 1.0e4
+# Loop guard: held tokens, longest repeated unit, shortest loop (characters).
+GUARD_WINDOW = 64
+GUARD_MAX_UNIT = 40
+GUARD_MIN_CHARS = 12
 
 
 class QueueFullError(Exception):
@@ -83,6 +95,12 @@ class SamplingParams:
     repeat_penalty: float = 1.0
     repeat_last_n: int = 64
     logit_bias: Optional[LogitBias] = None
+    # Bans (a finite penalty of NGRAM_BAN, before the mask) every token that
+    # would repeat an n-gram of this many tokens already in the output; 0: off.
+    no_repeat_ngram_size: int = 0
+    # Constrained jobs only: close a string value that starts repeating itself
+    # (see Engine._guard_loop). Holds back the last GUARD_WINDOW tokens' text.
+    loop_guard: bool = False
     # Constrained jobs only: when the shortest completion of the answer no
     # longer fits in the tokens left (max_tokens or the context window), append
     # it instead of sampling on, so a cut-off answer still matches the grammar
@@ -97,7 +115,15 @@ class SamplingParams:
             or self.frequency_penalty != 0.0
             or self.presence_penalty != 0.0
             or (self.repeat_penalty != 1.0 and self.repeat_last_n != 0)
+            or self.no_repeat_ngram_size > 0
         )
+
+    def __post_init__(self) -> None:
+        if self.no_repeat_ngram_size < 0:
+            raise ValueError("no_repeat_ngram_size must be >= 0")
+        if self.loop_guard and any(self.stop):
+            # Both hold text back, each by its own rule; nothing needs both yet.
+            raise ValueError("loop_guard cannot be combined with stop strings")
 
 
 @dataclass
@@ -156,6 +182,12 @@ class Job:
     enqueued_at: float = 0.0
     started_at: float = 0.0
     first_token_at: float = 0.0
+    # loop guard: text of the last generated tokens not emitted yet, and its
+    # length per token (aligned with the end of ``generated``)
+    guard_text: str = ""
+    guard_chars: list[int] = field(default_factory=list)
+    guard_closed: int = 0
+    guard_prompt: Optional[str] = None
 
 
 class Engine:
@@ -179,6 +211,7 @@ class Engine:
         self._stop_ids = runtime.stop_token_ids
         self._bitmask = allocate_token_bitmask(runtime.num_slots, runtime.logits_size)
         self._seed_counter = itertools.count(int(time.time()))
+        self._quote_id: Optional[int] = None
 
     # ------------------------------------------------------------ control --
     def start(self) -> None:
@@ -421,6 +454,8 @@ class Engine:
             j.text_held = j.text_held[len(j.text_held) - keep :]
         else:
             out = text
+        if p.loop_guard and j.matcher is not None:
+            out = self._hold(j, out)
         j.emit(TokenEvent(j.index, out, [token], logprobs))
         if p.complete_on_length and j.matcher is not None and self._close_at_budget(j):
             return
@@ -432,6 +467,89 @@ class Engine:
             done_reason = "length"
         if done_reason is not None:
             self._finish(j, done_reason, flush=True)
+
+    # ------------------------------------------------------- loop guard --
+    def _hold(self, j: Job, text: str) -> str:
+        """Loop guard: adds ``text`` (the newest token's) to the held text,
+        closes a looping string value (:meth:`_guard_loop`), and returns the
+        text that leaves the window of the last ``GUARD_WINDOW`` tokens."""
+        j.guard_text += text
+        j.guard_chars.append(len(text))
+        self._guard_loop(j)
+        extra = len(j.guard_chars) - GUARD_WINDOW
+        if extra <= 0:
+            return ""
+        n = sum(j.guard_chars[:extra])
+        out, j.guard_text = j.guard_text[:n], j.guard_text[n:]
+        del j.guard_chars[:extra]
+        return out
+
+    def _guard_loop(self, j: Job) -> bool:
+        """When the held text ends with a unit of 1-40 characters repeated
+        three or more times over 12 or more characters (the same rule as
+        :func:`formcast.evaluate.degenerate.find_loop`), inside a string
+        value (no quote or backslash in it) and not copied from the prompt:
+        rolls the tokens of the repeats back, keeping the first unit, and
+        closes the string with a quote token when the grammar takes one
+        there. Returns whether it did. The next steps go on from the closed
+        string, so a runaway value costs a few dozen tokens, not the budget."""
+        text = j.guard_text
+        n = len(text)
+        for unit in range(1, min(GUARD_MAX_UNIT, n // 3) + 1):
+            if text[n - 1] != text[n - 1 - unit]:
+                continue
+            run = 0
+            while run < n - unit and text[n - 1 - run] == text[n - 1 - run - unit]:
+                run += 1
+            span = run + unit
+            if span < 3 * unit or span < GUARD_MIN_CHARS:
+                continue
+            segment = text[n - span :]
+            if '"' in segment or "\\" in segment:
+                continue
+            if j.guard_prompt is None:
+                raw = b"".join(self.runtime.tokenizer.token_bytes(t) for t in j.prompt)
+                j.guard_prompt = raw.decode("utf-8", "replace").casefold()
+            if segment.casefold() in j.guard_prompt:
+                continue
+            return self._close_string(j, span - unit)
+        return False
+
+    def _close_string(self, j: Job, drop: int) -> bool:
+        """Rolls back the fewest held tokens whose text covers the last
+        ``drop`` characters and accepts a closing quote instead; leaves
+        everything as it was (and returns False) when the grammar refuses
+        the quote there."""
+        m = j.matcher
+        if self._quote_id is None:
+            ids = self.runtime.tokenize('"', add_special=False, parse_special=False)
+            self._quote_id = ids[0] if len(ids) == 1 else -1
+        if self._quote_id < 0:
+            return False
+        k, dropped = 0, 0
+        while dropped < drop and k < len(j.guard_chars) - 1:
+            k += 1
+            dropped += j.guard_chars[-k]
+        if k == 0 or k > m.num_rollbackable or j.guard_text[: len(j.guard_text) - dropped].endswith("\\"):
+            return False
+        undone = j.generated[-k:]
+        m.rollback(k)
+        if not m.accept_token(self._quote_id):
+            for t in undone:
+                m.accept_token(t)
+            return False
+        fed = k - 1  # the newest token was sampled this step and is not in the cache yet
+        j.pos -= fed
+        if fed:
+            del self._slot_tokens[j.slot][-fed:]
+        del j.generated[-k:]
+        del j.guard_chars[-k:]
+        j.guard_text = j.guard_text[: len(j.guard_text) - dropped] + '"'
+        j.guard_chars.append(1)
+        j.generated.append(self._quote_id)
+        j.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        j.guard_closed += 1
+        return True
 
     def _close_at_budget(self, j: Job) -> bool:
         """Ends a constrained job along the grammar's shortest completion
@@ -470,8 +588,8 @@ class Engine:
         j.generated.extend(ids or [])
         if self.metrics is not None:
             self.metrics.generation_tokens.inc(n_tokens)
-        text = j.text_held + j.decoder.decode(completion) + j.decoder.decode(b"", final=True)
-        j.text_held = ""
+        text = j.guard_text + j.text_held + j.decoder.decode(completion) + j.decoder.decode(b"", final=True)
+        j.text_held = j.guard_text = ""
         if text:
             j.emit(TokenEvent(j.index, text, list(ids or []), []))
         note = (
@@ -498,8 +616,8 @@ class Engine:
 
     def _finish(self, j: Job, reason: str, *, flush: bool, note: Optional[str] = None) -> None:
         if flush:
-            tail = j.text_held + j.decoder.decode(b"", final=True)
-            j.text_held = ""
+            tail = j.guard_text + j.text_held + j.decoder.decode(b"", final=True)
+            j.text_held = j.guard_text = ""
             if tail:
                 j.emit(TokenEvent(j.index, tail, [], []))
         if note is not None:
@@ -633,6 +751,24 @@ def _penalize(row: np.ndarray, p: SamplingParams, prompt: Sequence[int], generat
     if (p.frequency_penalty != 0.0 or p.presence_penalty != 0.0) and len(generated):
         ids, counts = np.unique(np.asarray(generated, dtype=np.int64), return_counts=True)
         row[ids] -= counts * p.frequency_penalty + p.presence_penalty
+    if p.no_repeat_ngram_size > 0:
+        banned = _ngram_banned(generated, p.no_repeat_ngram_size)
+        if banned.size:
+            row[banned] -= NGRAM_BAN
+
+
+def _ngram_banned(generated: Sequence[int], n: int) -> np.ndarray:
+    """The distinct tokens that would complete an n-gram already in
+    ``generated`` (those that follow an earlier occurrence of its last
+    ``n - 1`` tokens)."""
+    g = np.asarray(generated, dtype=np.int64)
+    if len(g) < n:
+        return g[:0]
+    if n == 1:
+        return np.unique(g)
+    windows = np.lib.stride_tricks.sliding_window_view(g[:-1], n - 1)  # starts 0 .. len - n
+    hits = np.nonzero((windows == g[len(g) - n + 1 :]).all(axis=1))[0]
+    return np.unique(g[hits + n - 1])
 
 
 def _sample(row: np.ndarray, p: SamplingParams, rng: np.random.Generator) -> tuple[int, Optional[dict]]:
