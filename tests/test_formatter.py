@@ -159,6 +159,15 @@ def test_eval_run_scores_writes_reports_and_resumes(tmp_path):
     assert "| Formatter + settings | SA E2E NLG | SA WebNLG | SA Avg | CS E2E NLG | CS WebNLG | CS Avg |" in md
     assert "| m + constrained | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 | 100.0 |" in md
     assert "Cyclomatic" in md
+    # the trivial answers beside the run, scored with the same metric, and below it
+    empty_row = next(line for line in md.splitlines() if line.startswith("| trivial: all fields empty"))
+    input_row = next(line for line in md.splitlines() if line.startswith("| trivial: the input text in every field"))
+    for row in (empty_row, input_row):
+        cells = [float(c) for c in row.strip("|").split("|")[1:]]
+        assert cells[:3] == [100.0, 100.0, 100.0] and all(10.0 < c < 60.0 for c in cells[3:])
+    assert e2e.baselines["empty"]["content_similarity"] < e2e.baselines["input"]["content_similarity"] < 0.6
+    # the gold answers are not degenerate
+    assert e2e.degeneracy.degenerate == 0.0 and "| m + constrained | E2E NLG | 0.0 | 0.0 | 0.0 | 0.0 | 0.0 |" in md
     assert (out / "results.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert json.loads((out / "results.json").read_text())["average"]["schema_accuracy"] == 1.0
 
@@ -181,6 +190,38 @@ def test_eval_of_prompting_baseline_and_swapped_values(tmp_path):
     assert 0.5 < r.content_similarity < 1.0
     md = (tmp_path / "s" / "results.md").read_text()
     assert md.index("| m + prompting |") < md.index("| m + constrained |")
+
+
+def test_degenerate_answers_are_counted(tmp_path):
+    def copies(body):
+        text = prompt_text(body)
+        gold = GOLD[text]
+        return 200, json.dumps({k: "string" if k == "eatType" else gold["name"] for k in gold})
+
+    with FakeOpenAI(copies) as server:
+        report = run_eval(Formatter("m", base_url=server.base_url), [E2E], tmp_path, limit=10, progress=False)
+    d = report.datasets[0]
+    assert d.degeneracy.type_name == 1.0 and d.degeneracy.degenerate == 1.0
+    assert 0.0 < d.degeneracy.copied < 1.0  # the answers with four or more keys copy the name three times
+    md = (tmp_path / "results.md").read_text()
+    assert "| m + constrained | E2E NLG | 100.0 |" in md
+
+
+def test_grounded_requests_send_a_structural_tag_and_penalties(tmp_path):
+    with FakeOpenAI(oracle) as server:
+        fmt = Formatter("m", base_url=server.base_url, grounded=True, frequency_penalty=0.5)
+        text = "Blue Spice is a pub near Café Rouge."
+        schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                  "additionalProperties": False}
+        fmt.generate(text, schema)
+        body = server.requests[-1]
+    assert body["frequency_penalty"] == 0.5
+    assert body["response_format"]["type"] == "structural_tag"
+    assert "Café" in json.dumps(body["response_format"], ensure_ascii=False)
+    with pytest.raises(ValueError, match="local backend"):
+        Formatter("m", base_url="http://127.0.0.1:9/v1", loop_guard=True)
+    with pytest.raises(ValueError, match="constrained=True"):
+        Formatter("m", base_url="http://127.0.0.1:9/v1", grounded=True, constrained=False)
 
 
 def test_resuming_with_another_configuration_is_refused(tmp_path):

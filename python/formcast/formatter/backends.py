@@ -63,6 +63,15 @@ class GenerationRequest:
         top_p: nucleus sampling (the paper: 0.9).
         seed: sampling seed, if the backend supports one.
         schema_name: the ``name`` sent with ``response_format`` json_schema.
+        structural_tag: when not None, decoding follows this structural tag
+            (``{"type": "structural_tag", "format": ...}``) instead of
+            ``schema`` -- what grounded mode sends
+            (:func:`formcast.formatter.grounding.grounded_tag`).
+        frequency_penalty, presence_penalty: OpenAI's penalties on tokens
+            already generated, applied before the constraint's mask.
+        no_repeat_ngram_size: ban tokens that would repeat an n-gram of this
+            many tokens of the output (0: off; before the mask).
+        loop_guard: close a string value that starts repeating itself.
     """
 
     prompt: str
@@ -72,6 +81,11 @@ class GenerationRequest:
     top_p: float = 0.9
     seed: int | None = None
     schema_name: str = "formatted_output"
+    structural_tag: Mapping[str, Any] | None = None
+    frequency_penalty: float = 0.0
+    presence_penalty: float = 0.0
+    no_repeat_ngram_size: int = 0
+    loop_guard: bool = False
 
 
 @dataclass(frozen=True)
@@ -192,7 +206,18 @@ class OpenAIBackend:
         }
         if request.seed is not None:
             kwargs["seed"] = request.seed
-        if request.schema is not None:
+        if request.no_repeat_ngram_size or request.loop_guard:
+            raise BackendError(
+                "no_repeat_ngram_size and loop_guard act inside the decode loop: they need the local backend"
+            )
+        if request.frequency_penalty:
+            kwargs["frequency_penalty"] = request.frequency_penalty
+        if request.presence_penalty:
+            kwargs["presence_penalty"] = request.presence_penalty
+        if request.structural_tag is not None:
+            # formcast serve takes it; endpoints without structural tags answer 400.
+            kwargs["response_format"] = dict(request.structural_tag)
+        elif request.schema is not None:
             if self.schema_format == "json_object":
                 kwargs["response_format"] = {"type": "json_object", "schema": dict(request.schema)}
             else:

@@ -36,11 +36,46 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--threads", type=int, default=1, help="local backend: CPU threads of the model")
     g.add_argument("--n-ctx", type=int, default=4096, help="local backend: context window of one sequence")
     g.add_argument(
+        "--lora",
+        default="auto",
+        help="local backend: a llama.cpp LoRA adapter GGUF for the model; 'auto' (default): the shipped "
+        "formatter adapter for the embedded model; 'none': no adapter",
+    )
+    g.add_argument(
         "--no-complete-on-length",
         dest="complete_on_length",
         action="store_false",
         help="local backend, constrained: cut an answer where max_tokens ends instead of closing it along "
         "the grammar's shortest completion",
+    )
+    d = p.add_argument_group("decoding controls (see docs/formatter.md)")
+    d.add_argument("--frequency-penalty", type=float, default=0.0, help="OpenAI frequency penalty (before the mask)")
+    d.add_argument("--presence-penalty", type=float, default=0.0, help="OpenAI presence penalty (before the mask)")
+    d.add_argument(
+        "--no-repeat-ngram",
+        type=int,
+        default=0,
+        metavar="N",
+        help="local backend: ban tokens that would repeat an N-token n-gram of the answer (0: off)",
+    )
+    d.add_argument(
+        "--loop-guard",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="local backend, constrained: close a string value that starts repeating itself "
+        "(default: on for the local backend when constrained)",
+    )
+    d.add_argument(
+        "--grounded",
+        action="store_true",
+        help="constrained: string values must be substrings of the input text",
+    )
+    d.add_argument(
+        "--generated-field",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="with --grounded: a field the model writes itself (e.g. category, properties.birthDate); repeatable",
     )
     g.add_argument(
         "--response-format",
@@ -67,6 +102,7 @@ def _formatter(args: argparse.Namespace) -> Any:
             "num_slots": max(1, args.workers),
             "complete_on_length": args.complete_on_length,
         }
+        options["lora"] = args.lora
     return Formatter(
         args.model,
         base_url=args.base_url,
@@ -77,6 +113,12 @@ def _formatter(args: argparse.Namespace) -> Any:
         temperature=args.temperature,
         top_p=args.top_p,
         max_workers=args.workers,
+        frequency_penalty=args.frequency_penalty,
+        presence_penalty=args.presence_penalty,
+        no_repeat_ngram_size=args.no_repeat_ngram,
+        loop_guard=args.loop_guard,
+        grounded=args.grounded,
+        generated_fields=args.generated_field,
         **options,
     )
 
@@ -226,9 +268,20 @@ def _cmd_train(args: argparse.Namespace) -> int:
     from .train import TrainConfig, train
 
     template = args.prompt.read_text(encoding="utf-8") if args.prompt else PAPER_PROMPT
+    if not args.data and not args.template_examples:
+        raise ValueError("no training data: pass --data FILE... and/or --template-examples N")
+    examples = None
+    if args.template_examples:
+        from .data import load_jsonl
+        from .template_synth import template_examples
+
+        examples = template_examples(args.template_examples, seed=args.seed)
+        for path in args.data or ():
+            rows = load_jsonl(path)
+            examples.extend(rows[: args.limit] if args.limit else rows)
     config = TrainConfig(
         model=args.model,
-        data=list(args.data),
+        data=list(args.data or ()),
         output_dir=args.out,
         lora_r=args.lora_r,
         lora_alpha=args.lora_alpha,
@@ -241,12 +294,24 @@ def _cmd_train(args: argparse.Namespace) -> int:
         limit=args.limit,
         seed=args.seed,
         logging_steps=args.logging_steps,
+        target_modules=args.target_modules.split(",") if args.target_modules != "all-linear" else "all-linear",
+        max_steps=args.max_steps,
+        max_minutes=args.max_minutes,
     )
-    result = train(config, progress=not args.quiet)
+    result = train(config, progress=not args.quiet, examples=examples)
     losses = ", ".join(f"{x:.4f}" for x in result.losses)
-    print(f"trained on {result.examples} examples, {result.steps} steps; mean loss {result.train_loss:.4f}")
+    seen = min(result.examples, result.steps * args.batch_size * args.grad_accum)
+    print(f"trained {result.steps} steps on {seen} of {result.examples} examples; mean loss {result.train_loss:.4f}")
     print(f"logged losses: {losses}")
     print(f"adapter: {result.adapter_dir}")
+    if args.export_gguf:
+        from .export import export_lora_gguf
+
+        heads = result.model_config
+        info = export_lora_gguf(result.adapter_dir, args.export_gguf, n_head=heads["num_attention_heads"],
+                                n_head_kv=heads["num_key_value_heads"])
+        print(f"llama.cpp adapter: {args.export_gguf} ({info['modules']} modules, rank {info['rank']}, "
+              f"{info['bytes'] / 1e6:.1f} MB)")
     return 0
 
 
@@ -332,8 +397,28 @@ def _register_train(subparsers: Any) -> None:
         description="LoRA supervised fine-tuning with the paper's prompt and completion-only loss "
         "(defaults: r=32, alpha=64, lr 1e-5, 2 epochs). Needs pip install 'formcast[train]'.",
     )
-    p.add_argument("--model", required=True, help="base model: Hugging Face checkpoint directory or hub name")
-    p.add_argument("--data", nargs="+", type=Path, required=True, help="JSONL datasets (shared/data/slot form)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="base model: a Hugging Face checkpoint directory or hub name, a GGUF file, or 'embedded' "
+        "(the embedded SmolLM2-135M-Instruct GGUF)",
+    )
+    p.add_argument("--data", nargs="+", type=Path, help="JSONL datasets (shared/data/slot form)")
+    p.add_argument(
+        "--template-examples",
+        type=int,
+        default=0,
+        metavar="N",
+        help="train on N examples made from templates in the E2E and WebNLG formats (template_synth)",
+    )
+    p.add_argument(
+        "--target-modules",
+        default="all-linear",
+        help="LoRA targets: all-linear, or comma-separated module names (q_proj,v_proj,...)",
+    )
+    p.add_argument("--max-steps", type=int, default=-1, help="stop after this many optimiser steps (-1: epochs)")
+    p.add_argument("--max-minutes", type=float, help="stop after the step that passes this much training time")
+    p.add_argument("--export-gguf", type=Path, help="also write the adapter as a llama.cpp LoRA GGUF here")
     p.add_argument("--out", type=Path, required=True, help="output directory (adapter in OUT/adapter)")
     p.add_argument("--lora-r", type=int, default=32)
     p.add_argument("--lora-alpha", type=int, default=64)

@@ -82,6 +82,22 @@ class Formatter:
         max_tokens, temperature, top_p, seed: generation settings (defaults
             from the paper's Table 4: 2048, 0, 0.9).
         max_workers: parallel requests in batches.
+        frequency_penalty, presence_penalty: OpenAI's penalties on tokens
+            already generated (applied before the constraint's mask, so the
+            answer still matches the schema).
+        no_repeat_ngram_size: ban every token that would repeat an n-gram of
+            this many tokens of the answer (0: off; local backend; a finite
+            ban applied before the mask, so a token the grammar forces still
+            comes).
+        loop_guard: close a string value that starts repeating itself, keeping
+            its first repetition (local backend, constrained). Default
+            (``None``): on for the local backend when constrained, else off.
+        grounded: every string value must be a substring of the input text
+            (constrained; see :mod:`formcast.formatter.grounding`); fields the
+            model must write itself (numbers, enums, formats, and
+            ``generated_fields``) are generated under their own schema.
+        generated_fields: with ``grounded``, field paths not to ground
+            (``"category"``, ``"properties.birthDate"``, ``"starring[]"``).
         validate: check every output against the schema with jsonschema
             (:meth:`format` raises :class:`FormatError` if it does not match).
         **backend_options: passed to the backend factory (e.g. ``api_key``,
@@ -107,11 +123,39 @@ class Formatter:
         seed: int | None = None,
         max_workers: int = 1,
         validate: bool = True,
+        frequency_penalty: float = 0.0,
+        presence_penalty: float = 0.0,
+        no_repeat_ngram_size: int = 0,
+        loop_guard: bool | None = None,
+        grounded: bool = False,
+        generated_fields: Sequence[str] = (),
         **backend_options: Any,
     ) -> None:
         validate_template(prompt_template)
         if max_workers < 1:
             raise ValueError("max_workers must be >= 1")
+        if no_repeat_ngram_size < 0:
+            raise ValueError("no_repeat_ngram_size must be >= 0")
+        for name, value in (("frequency_penalty", frequency_penalty), ("presence_penalty", presence_penalty)):
+            if not -2.0 <= value <= 2.0:
+                raise ValueError(f"{name} must be between -2 and 2, as OpenAI defines it")
+        if (grounded or loop_guard) and not constrained:
+            raise ValueError("grounded and loop_guard constrain the answer: they need constrained=True")
+        if generated_fields and not grounded:
+            raise ValueError("generated_fields only applies with grounded=True")
+        if isinstance(generated_fields, str):
+            raise TypeError("generated_fields is a sequence of field paths, not one string")
+        self.frequency_penalty = float(frequency_penalty)
+        self.presence_penalty = float(presence_penalty)
+        self.no_repeat_ngram_size = int(no_repeat_ngram_size)
+        if loop_guard is None:
+            name = backend if isinstance(backend, str) else getattr(backend, "name", None)
+            if name is None:
+                name = "openai" if base_url is not None else "local"
+            loop_guard = constrained and name == "local"
+        self.loop_guard = bool(loop_guard)
+        self.grounded = bool(grounded)
+        self.generated_fields = tuple(generated_fields)
         self.model = model
         self.constrained = constrained
         self.prompt_template = prompt_template
@@ -123,6 +167,10 @@ class Formatter:
         self.validate = validate
         if backend is None:
             backend = "openai" if base_url is not None else "local"
+        if backend == "openai" and (no_repeat_ngram_size or loop_guard):
+            raise ValueError(
+                "no_repeat_ngram_size and loop_guard act inside the decode loop: they need the local backend"
+            )
         if isinstance(backend, str):
             options = dict(backend_options)
             if backend == "openai":
@@ -175,6 +223,26 @@ class Formatter:
             else:
                 value = getattr(self._backend, "complete_on_length", True)
             out["complete_on_length"] = bool(value)
+        if backend == "local":
+            if self._backend_spec is not None:
+                from .local import resolve_lora
+
+                spec = self._backend_spec[1]
+                lora = resolve_lora(spec.get("model"), spec.get("lora", "auto"))
+            else:
+                lora = getattr(self._backend, "lora", None)
+            if lora is not None:
+                out["lora"] = Path(lora).name
+        # Decoding controls, recorded only when set (older runs' configs stay comparable).
+        controls = {
+            "frequency_penalty": self.frequency_penalty,
+            "presence_penalty": self.presence_penalty,
+            "no_repeat_ngram_size": self.no_repeat_ngram_size,
+            "loop_guard": self.loop_guard,
+            "grounded": self.grounded,
+            "generated_fields": list(self.generated_fields),
+        }
+        out.update({k: v for k, v in controls.items() if v})
         return out
 
     # -- one input -----------------------------------------------------------
@@ -186,6 +254,11 @@ class Formatter:
     def request(self, text: str, schema: SchemaLike) -> GenerationRequest:
         """The backend request for one input."""
         s = as_schema(schema)
+        tag = None
+        if self.grounded:
+            from .grounding import grounded_tag
+
+            tag = grounded_tag(s, text, generated=self.generated_fields).tag
         return GenerationRequest(
             prompt=render_prompt(self.prompt_template, text, s),
             schema=s if self.constrained else None,
@@ -193,6 +266,11 @@ class Formatter:
             temperature=self.temperature,
             top_p=self.top_p,
             seed=self.seed,
+            structural_tag=tag,
+            frequency_penalty=self.frequency_penalty,
+            presence_penalty=self.presence_penalty,
+            no_repeat_ngram_size=self.no_repeat_ngram_size,
+            loop_guard=self.loop_guard,
         )
 
     def generate(self, text: str, schema: SchemaLike) -> Completion:

@@ -29,7 +29,22 @@ from typing import Any, Mapping, Optional
 
 from .backends import BackendError, Completion, GenerationRequest, register_backend
 
-__all__ = ["LocalBackend"]
+__all__ = ["LocalBackend", "DEFAULT_ADAPTER", "resolve_lora"]
+
+#: The formatter adapter for the embedded SmolLM2-135M-Instruct (recipe and
+#: data card: adapters/README.md), applied to it unless ``lora=None``.
+DEFAULT_ADAPTER = Path(__file__).resolve().parent / "adapters" / "smollm2-135m-formatter-lora.gguf"
+
+
+def resolve_lora(model: Optional[str | os.PathLike[str]], lora: Optional[str | os.PathLike[str]]) -> Optional[Path]:
+    """The adapter file ``LocalBackend(model, lora=lora)`` applies: ``"auto"``
+    is :data:`DEFAULT_ADAPTER` for the embedded model (``model=None``) and
+    none otherwise; ``None`` or ``"none"`` is none; anything else a path."""
+    if lora is None or str(lora).lower() == "none":
+        return None
+    if str(lora) == "auto":
+        return DEFAULT_ADAPTER if model is None and DEFAULT_ADAPTER.is_file() else None
+    return Path(lora)
 
 
 class LocalBackend:
@@ -59,6 +74,10 @@ class LocalBackend:
             ends, as plain decoding does.
         runtime: an already loaded :class:`formcast.runtime.ModelRuntime` to
             use instead of loading ``model`` (it is not closed by :meth:`close`).
+        lora: a llama.cpp LoRA adapter GGUF applied to the model (e.g. one
+            written by ``formcast train --export-gguf``); ``"auto"`` (the
+            default): the shipped formatter adapter (:data:`DEFAULT_ADAPTER`)
+            for the embedded model, none for another model; ``None``: none.
 
     The backend is thread-safe; call :meth:`close` (or use it as a context
     manager) to stop the decode thread and free the model.
@@ -78,18 +97,21 @@ class LocalBackend:
         compile_timeout_s: float = 30.0,
         complete_on_length: bool = True,
         runtime: Any = None,
+        lora: Optional[str | os.PathLike[str]] = "auto",
     ) -> None:
         from .. import GrammarCompiler
         from ..runtime import load_runtime
         from ..server.engine import Engine
         from ..server.templates import resolve_template
 
+        lora = resolve_lora(model, lora) if runtime is None else None
+        self.lora = lora
         if model is not None and runtime is None and not Path(model).exists():
             raise BackendError(f"model file not found: {model} (pass a GGUF path, or model=None for the embedded model)")
         self._owns_runtime = runtime is None
         if runtime is None:
             try:
-                runtime = load_runtime(model, n_ctx=n_ctx, num_slots=num_slots, threads=threads)
+                runtime = load_runtime(model, n_ctx=n_ctx, num_slots=num_slots, threads=threads, lora=lora)
             except (ImportError, OSError, RuntimeError, ValueError) as exc:
                 raise BackendError(f"could not load the local model {model or '(embedded)'}: {exc}") from exc
         self.runtime = runtime
@@ -121,11 +143,14 @@ class LocalBackend:
         )
         return rt.tokenize(text, add_special=True, parse_special=True)
 
-    def _matcher(self, schema: Mapping[str, Any]) -> Any:
+    def _matcher(self, schema: Mapping[str, Any] | None, structural_tag: Mapping[str, Any] | None = None) -> Any:
         from .. import CompileTimeoutError, FormcastError, Grammar, GrammarMatcher
 
         try:
-            grammar = Grammar.from_json_schema(dict(schema), strict=True)
+            if structural_tag is not None:
+                grammar = Grammar.from_structural_tag(dict(structural_tag))
+            else:
+                grammar = Grammar.from_json_schema(dict(schema or {}), strict=True)
             with self._compile_lock:
                 compiled = self._compiler.compile(grammar, timeout_s=self.compile_timeout_s)
         except CompileTimeoutError:
@@ -137,7 +162,9 @@ class LocalBackend:
     # ---------------------------------------------------------- generate --
     def generate(self, request: GenerationRequest) -> Completion:
         """Decode one request (greedy at temperature 0), masked by the
-        schema's grammar when ``request.schema`` is set."""
+        schema's grammar when ``request.schema`` is set (by the structural
+        tag's when ``request.structural_tag`` is), with the request's
+        penalties, no-repeat n-gram guard and loop guard."""
         from ..server.engine import ErrorEvent, FinishEvent, Job, QueueFullError, SamplingParams, TokenEvent
 
         if self._closed:
@@ -146,13 +173,20 @@ class LocalBackend:
         room = self.runtime.n_ctx - len(ids)
         if room < 1:
             raise BackendError(f"the prompt has {len(ids)} tokens; the context window is {self.runtime.n_ctx}")
-        matcher = self._matcher(request.schema) if request.schema is not None else None
+        constrained = request.schema is not None or request.structural_tag is not None
+        matcher = self._matcher(request.schema, request.structural_tag) if constrained else None
+        if request.loop_guard and matcher is None:
+            raise BackendError("loop_guard closes string values of a constrained answer: it needs a schema")
         params = SamplingParams(
             max_tokens=max(1, min(request.max_tokens, room)),
             temperature=request.temperature,
             top_p=request.top_p,
             seed=request.seed,
             complete_on_length=self.complete_on_length and matcher is not None,
+            frequency_penalty=request.frequency_penalty,
+            presence_penalty=request.presence_penalty,
+            no_repeat_ngram_size=request.no_repeat_ngram_size,
+            loop_guard=request.loop_guard,
         )
         events: queue.Queue[Any] = queue.Queue()
         job = Job(index=0, prompt=ids, params=params, emit=events.put, matcher=matcher)

@@ -25,7 +25,7 @@ from typing import Any, Sequence
 from .data import Example, load_jsonl
 from .prompts import PAPER_PROMPT, render_prompt, validate_template
 
-__all__ = ["TrainConfig", "TrainResult", "TrainingUnavailableError", "sft_records", "train"]
+__all__ = ["TrainConfig", "TrainResult", "TrainingUnavailableError", "sft_records", "train", "load_gguf", "is_gguf"]
 
 
 class TrainingUnavailableError(ImportError):
@@ -37,8 +37,10 @@ class TrainConfig:
     """Settings of one LoRA SFT run (defaults: the paper's recipe).
 
     Attributes:
-        model: base model — a Hugging Face checkpoint directory or hub name
-            (ignored when :func:`train` is given a model object).
+        model: base model — a Hugging Face checkpoint directory or hub name,
+            a GGUF file, or ``"embedded"`` (the embedded SmolLM2-135M-Instruct
+            GGUF; see :func:`load_gguf`); ignored when :func:`train` is given
+            a model object.
         data: JSONL datasets in the ``shared/data/slot`` form
             (``input_text``, ``json_schema``, ``gold_json``).
         output_dir: where checkpoints and the final adapter (``adapter/``) go.
@@ -53,6 +55,9 @@ class TrainConfig:
         limit: use only the first N examples of each dataset.
         seed: data order and LoRA initialisation.
         logging_steps: how often the loss is logged.
+        max_steps: stop after this many optimiser steps (-1: run ``epochs``).
+        max_minutes: stop after the optimiser step that passes this much
+            training time (a bounded CPU run); the adapter is saved as usual.
         bf16: train in bfloat16 (``None``: when a CUDA GPU supports it).
     """
 
@@ -73,6 +78,8 @@ class TrainConfig:
     seed: int = 0
     logging_steps: int = 10
     bf16: bool | None = None
+    max_steps: int = -1
+    max_minutes: float | None = None
 
 
 @dataclass
@@ -85,6 +92,7 @@ class TrainResult:
         train_loss: the mean training loss reported by the trainer.
         examples: examples trained on.
         steps: optimiser steps taken.
+        model_config: the base model's attention head counts (for the GGUF export).
     """
 
     adapter_dir: Path
@@ -92,6 +100,7 @@ class TrainResult:
     train_loss: float
     examples: int
     steps: int
+    model_config: dict[str, Any] = field(default_factory=dict)
 
 
 def _require() -> tuple[Any, Any, Any, Any]:
@@ -106,6 +115,37 @@ def _require() -> tuple[Any, Any, Any, Any]:
             "pip install 'formcast[train]' (torch from PyPI is a large CUDA build)"
         ) from exc
     return torch, transformers, peft, trl
+
+
+EMBEDDED = "embedded"
+
+
+def is_gguf(model: str | Path) -> bool:
+    """Whether ``model`` names a GGUF file (or ``"embedded"``: the embedded SmolLM2-135M-Instruct's)."""
+    return str(model) == EMBEDDED or str(model).endswith(".gguf")
+
+
+def load_gguf(model: str | Path = EMBEDDED) -> tuple[Any, Any]:
+    """The model and tokenizer of a GGUF file as transformers objects (its
+    quantized weights de-quantized to float32), so that an adapter trained
+    on them fits the very weights llama.cpp runs."""
+    torch, transformers, _, _ = _require()
+    if str(model) == EMBEDDED:
+        from ..tokenizer_sources import default_model_path
+
+        model = default_model_path()
+    path = Path(model)
+    if not path.is_file():
+        raise FileNotFoundError(f"GGUF model file not found: {path}")
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    lm = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    # The weights are plain float32 tensors now; transformers still marks the
+    # model as GGUF-quantized and would refuse to train it.
+    lm.hf_quantizer = None
+    lm.is_quantized = False
+    if hasattr(lm.config, "quantization_config"):
+        del lm.config.quantization_config
+    return lm, tokenizer
 
 
 def sft_records(examples: Sequence[Example], prompt_template: str = PAPER_PROMPT, *, chat: bool = True) -> list[dict[str, Any]]:
@@ -126,6 +166,23 @@ def sft_records(examples: Sequence[Example], prompt_template: str = PAPER_PROMPT
         else:
             out.append({"prompt": prompt, "completion": answer})
     return out
+
+
+def _time_limit(transformers: Any, minutes: float) -> Any:
+    import time
+
+    class TimeLimit(transformers.TrainerCallback):
+        """Ends training after the step that passes ``minutes``."""
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.start = time.monotonic()
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> Any:
+            if time.monotonic() - self.start > 60.0 * minutes:
+                control.should_training_stop = True
+            return control
+
+    return TimeLimit()
 
 
 def train(
@@ -162,6 +219,9 @@ def train(
         examples = list(examples)[: config.limit]
     if not examples:
         raise ValueError("the training data has no examples")
+    if model is None and is_gguf(config.model):
+        model, loaded_tokenizer = load_gguf(config.model)
+        tokenizer = tokenizer or loaded_tokenizer
     if tokenizer is None:
         tokenizer = transformers.AutoTokenizer.from_pretrained(config.model)
     if tokenizer.pad_token is None:
@@ -177,6 +237,7 @@ def train(
     args = trl.SFTConfig(
         output_dir=str(out),
         num_train_epochs=config.epochs,
+        max_steps=config.max_steps,
         learning_rate=config.learning_rate,
         per_device_train_batch_size=config.batch_size,
         gradient_accumulation_steps=config.grad_accum,
@@ -197,7 +258,9 @@ def train(
         target_modules=config.target_modules,
         task_type="CAUSAL_LM",
     )
-    trainer = trl.SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=lora)
+    callbacks = [_time_limit(transformers, config.max_minutes)] if config.max_minutes else []
+    trainer = trl.SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tokenizer, peft_config=lora,
+                             callbacks=callbacks)
     output = trainer.train()
     adapter_dir = out / "adapter"
     trainer.model.save_pretrained(str(adapter_dir))
@@ -206,4 +269,7 @@ def train(
     settings["data"] = [str(p) for p in config.data]
     (out / "train_config.json").write_text(json.dumps(settings, indent=2), encoding="utf-8")
     losses = [float(h["loss"]) for h in trainer.state.log_history if "loss" in h]
-    return TrainResult(adapter_dir, losses, float(output.training_loss), len(examples), int(trainer.state.global_step))
+    model_config = getattr(model, "config", None)
+    heads = {k: getattr(model_config, k, None) for k in ("num_attention_heads", "num_key_value_heads")}
+    return TrainResult(adapter_dir, losses, float(output.training_loss), len(examples), int(trainer.state.global_step),
+                       heads)

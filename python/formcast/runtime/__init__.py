@@ -29,11 +29,14 @@ def load_runtime(
     num_slots: int = 8,
     threads: int = 1,
     model_id: Optional[str] = None,
+    lora: Optional[str | os.PathLike[str]] = None,
 ) -> ModelRuntime:
     """Loads ``model`` (a GGUF file, or a transformers checkpoint directory);
     ``None`` means the embedded SmolLM2-135M-Instruct. ``backend`` is
     ``"llama.cpp"``, ``"transformers"`` or ``"auto"`` (GGUF files go to
-    llama.cpp, directories to transformers)."""
+    llama.cpp, directories to transformers). ``lora``: a llama.cpp LoRA
+    adapter GGUF applied to the model (llama.cpp only), e.g. one written by
+    :func:`formcast.formatter.export.export_lora_gguf`."""
     if model is None:
         from ..tokenizer_sources import default_model_path
 
@@ -46,7 +49,9 @@ def load_runtime(
     if backend in ("llama.cpp", "llama_cpp", "gguf"):
         from .llama_cpp import LlamaCppRuntime
 
-        return LlamaCppRuntime(path, n_ctx=n_ctx, num_slots=num_slots, threads=threads, model_id=model_id)
+        return LlamaCppRuntime(path, n_ctx=n_ctx, num_slots=num_slots, threads=threads, model_id=model_id, lora=lora)
+    if lora is not None:
+        raise ValueError("a LoRA adapter GGUF (lora=) needs the llama.cpp backend")
     if backend in ("transformers", "hf"):
         from .transformers import TransformersRuntime
 

@@ -63,6 +63,8 @@ class LlamaCppRuntime(ModelRuntime):
         n_batch: int = 512,
         kv_capacity: Optional[int] = None,
         model_id: Optional[str] = None,
+        lora: Optional[str | os.PathLike[str]] = None,
+        lora_scale: float = 1.0,
     ) -> None:
         import llama_cpp
 
@@ -103,6 +105,17 @@ class LlamaCppRuntime(ModelRuntime):
         if not self._ctx:
             llama_cpp.llama_model_free(self._model)
             raise ModelRuntimeError("llama.cpp could not create a context")
+        self._lora = None
+        if lora is not None:
+            lora_path = Path(lora)
+            if not lora_path.is_file():
+                self._free_native()
+                raise FileNotFoundError(f"LoRA adapter GGUF not found: {lora_path}")
+            with _quiet_llama_cpp():
+                self._lora = llama_cpp.llama_adapter_lora_init(self._model, os.fsencode(lora_path))
+            if not self._lora or llama_cpp.llama_set_adapter_lora(self._ctx, self._lora, float(lora_scale)) != 0:
+                self._free_native()
+                raise ModelRuntimeError(f"llama.cpp could not apply the LoRA adapter {lora_path} to {path}")
         self._vocab = llama_cpp.llama_model_get_vocab(self._model)
         self._mem = llama_cpp.llama_get_memory(self._ctx)
         self._n_vocab = int(llama_cpp.llama_vocab_n_tokens(self._vocab))
@@ -110,6 +123,7 @@ class LlamaCppRuntime(ModelRuntime):
         self.tokenizer = TokenizerInfo.from_llama(SimpleNamespace(vocab=self._vocab))
         self.model_id = model_id or path.stem
         self.model_path = path
+        self.lora_path = Path(lora) if lora is not None else None
         self._add_bos = bool(llama_cpp.llama_vocab_get_add_bos(self._vocab))
         raw = llama_cpp.llama_model_chat_template(self._model, None)
         self._template = raw.decode("utf-8") if raw else None
@@ -185,6 +199,11 @@ class LlamaCppRuntime(ModelRuntime):
                         out[i, self._n_vocab :] = -np.inf
         return out
 
+    def _free_native(self) -> None:
+        # Adapters are freed with their model (llama.cpp's rule).
+        self._L.llama_free(self._ctx)
+        self._L.llama_model_free(self._model)
+
     def close(self) -> None:
         if self._closed:
             return
@@ -197,4 +216,6 @@ class LlamaCppRuntime(ModelRuntime):
     def describe(self) -> dict:
         d = super().describe()
         d.update(backend="llama.cpp", path=str(self.model_path))
+        if self.lora_path is not None:
+            d.update(lora=str(self.lora_path))
         return d
