@@ -54,9 +54,10 @@ def _add_model_options(p: argparse.ArgumentParser) -> None:
     d.add_argument(
         "--no-repeat-ngram",
         type=int,
-        default=0,
+        default=None,
         metavar="N",
-        help="local backend: ban tokens that would repeat an N-token n-gram of the answer (0: off)",
+        help="local backend: ban tokens that would repeat an N-token n-gram of the answer "
+        "(0: off; default: 4 for the local backend when constrained)",
     )
     d.add_argument(
         "--loop-guard",
