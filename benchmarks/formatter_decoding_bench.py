@@ -4,8 +4,9 @@ same inputs, one after the other in one process (one model load, 4 slots).
     .venv/bin/python benchmarks/formatter_decoding_bench.py [--n 12] [--lora ADAPTER.gguf]
 
 Variants: constrained; + no-repeat 3-gram guard + loop guard; grounded + loop
-guard; grounded + 3-gram guard + loop guard; and, with --lora, the
-fine-tuned adapter constrained (+ loop guard). Inputs: the first N examples of
+guard; grounded + 3-gram guard + loop guard; and, with --lora (the shipped
+adapter: python/formcast/formatter/adapters/smollm2-135m-formatter-lora.gguf),
+the fine-tuned adapter constrained, + loop guard, + 4-gram guard (the default). Inputs: the first N examples of
 each dev set in ../shared/data/slot. Prints completion tokens, wall seconds,
 tokens/s and the ratio to the constrained variant's tokens/s (the runs share a
 noisy machine: compare within one run).
@@ -38,14 +39,19 @@ def main() -> None:
         rows += [json.loads(line) for line in (DEV / name).read_text(encoding="utf-8").splitlines()[: args.n]]
     texts = [r["input_text"] for r in rows]
     schemas = [r["json_schema"] for r in rows]
+    off = {"no_repeat_ngram_size": 0, "loop_guard": False}
     variants = [
-        ("constrained", {}, None),
+        ("constrained", off, None),
         ("+ 3-gram guard + loop guard", {"no_repeat_ngram_size": 3, "loop_guard": True}, None),
-        ("grounded + loop guard", {"grounded": True, "loop_guard": True}, None),
+        ("grounded + loop guard", {**off, "grounded": True, "loop_guard": True}, None),
         ("grounded + 3-gram guard + loop guard", {"grounded": True, "no_repeat_ngram_size": 3, "loop_guard": True}, None),
     ]
     if args.lora:
-        variants += [("SFT constrained", {}, args.lora), ("SFT + loop guard", {"loop_guard": True}, args.lora)]
+        variants += [
+            ("SFT constrained", off, args.lora),
+            ("SFT + loop guard", {**off, "loop_guard": True}, args.lora),
+            ("SFT + 4-gram guard + loop guard (default)", {"no_repeat_ngram_size": 4, "loop_guard": True}, args.lora),
+        ]
     runtimes = {}
     results = []
     for label, options, lora in variants:
