@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from .._refs import follow_refs
+
 __all__ = ["BASELINES", "empty_answer", "input_everywhere", "schema_skeleton"]
 
 # Schemas are walked to this depth; deeper (or recursive) parts become null.
@@ -27,22 +29,8 @@ _MAX_DEPTH = 64
 
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
     # Local references only (#/$defs/x, #/definitions/x); anything else is left as is.
-    seen = 0
-    while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#"):
-        seen += 1
-        if seen > _MAX_DEPTH:
-            return {}
-        node: Any = root
-        for part in schema["$ref"][1:].split("/"):
-            if not part:
-                continue
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(node, Mapping) and part in node:
-                node = node[part]
-            else:
-                return {}
-        schema = node
-    return schema
+    # A chain longer than _MAX_DEPTH (a cycle) or a pointer that does not resolve: {}.
+    return follow_refs(schema, root, max_hops=_MAX_DEPTH, unresolved={})
 
 
 def schema_skeleton(schema: Any, string_value: Callable[[], str] = str, *, root: Any = None, depth: int = 0) -> Any:

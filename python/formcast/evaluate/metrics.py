@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 import numpy as np
 
 from .._depth import MAX_CHECK_DEPTH, MAX_JSON_DEPTH, text_nesting
+from .._refs import ref_target
 
 __all__ = [
     "PathKey",
@@ -100,16 +101,9 @@ def parse_response(raw: str) -> ParseResult:
 
 
 def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Any:
-    if not ref.startswith("#"):
-        raise ValueError(f"only local $ref is supported in schema accuracy, got {ref!r}")
-    node: Any = root
-    for part in ref[1:].split("/")[1:] if ref != "#" else []:
-        part = part.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, list):
-            node = node[int(part)]
-        else:
-            node = node[part]
-    return node
+    # One step, strict: a reference that is not local, or that does not
+    # resolve, raises (ValueError, KeyError, IndexError...).
+    return ref_target(ref, root, strict=True, context="schema accuracy")
 
 
 def _type_ok(value: Any, type_name: str) -> bool:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 import re
 from typing import Any, Hashable, Mapping, Sequence
 
+from .._refs import follow_refs
+
 __all__ = ["GroundedPlan", "grounded_tag", "substring_gbnf", "suffix_automaton", "words", "MAX_INPUT_CHARS"]
 
 #: Longest input text grounded mode takes (its grammar has ~3 rules per character).
@@ -166,18 +168,9 @@ class GroundedPlan:
 
 
 def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
-    for _ in range(_MAX_DEPTH):
-        if not (isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and schema["$ref"].startswith("#")):
-            return schema
-        node: Any = root
-        for part in schema["$ref"][1:].split("/"):
-            if part:
-                part = part.replace("~1", "/").replace("~0", "~")
-                if not (isinstance(node, Mapping) and part in node):
-                    return schema
-                node = node[part]
-        schema = node
-    return schema
+    # Local references, at most _MAX_DEPTH in a chain; where one cannot be
+    # followed, the schema holding it is returned as it is.
+    return follow_refs(schema, root, max_hops=_MAX_DEPTH)
 
 
 _STRING_LIMITS = ("enum", "const", "format", "pattern", "minLength", "maxLength", "anyOf", "oneOf", "allOf", "not")
