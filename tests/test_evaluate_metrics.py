@@ -193,6 +193,13 @@ def test_unparseable_counts_zero_or_is_skipped(enc):
     assert r.examples[1].content is None
 
 
+def test_each_example_carries_its_parsed_answer(enc):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}}
+    gold = {"name": "Giraffe"}
+    r = evaluate(['{"name": "Giraffe"}', "null", "{"], [gold] * 3, [schema] * 3, scorer=sim(enc))
+    assert [(e.parsed, e.value) for e in r.examples] == [(True, {"name": "Giraffe"}), (True, None), (False, None)]
+
+
 def test_evaluate_checks_lengths(enc):
     with pytest.raises(ValueError, match="differ in length"):
         evaluate(["{}"], [{}, {}], [{}], scorer=sim(enc))

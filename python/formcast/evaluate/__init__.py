@@ -98,11 +98,14 @@ class ExampleResult:
         schema_ok: it matches the schema (schema accuracy 1).
         content: its content score, or None when unparseable and
             ``unparseable='skip'``.
+        value: the parsed response (None when not ``parsed``); left out of
+            ``==``, hashing and repr.
     """
 
     parsed: bool
     schema_ok: bool
     content: ContentScore | None
+    value: Any = field(default=None, repr=False, compare=False)
 
 
 @dataclass(frozen=True)
@@ -170,7 +173,7 @@ def evaluate(
     examples: list[ExampleResult] = []
     for r, schema in zip(parsed, schemas):
         if r.ok:
-            examples.append(ExampleResult(True, schema_matches(r.value, schema, mode=schema_mode), next(scores)))
+            examples.append(ExampleResult(True, schema_matches(r.value, schema, mode=schema_mode), next(scores), r.value))
         else:
             zero = None if scorer.options.unparseable == "skip" else ContentScore(0.0, 0.0, 0.0)
             examples.append(ExampleResult(False, False, zero))

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 from .._depth import loads
-from ..evaluate import ContentSimilarity, EvalResult, SimilarityOptions, evaluate, parse_response
+from ..evaluate import ContentSimilarity, EvalResult, SimilarityOptions, evaluate
 from ..evaluate.baselines import BASELINES
 from ..evaluate.complexity import MEASURES, mean_profile
 from ..evaluate.degenerate import DegeneracySummary, degeneracy, summarize
@@ -259,11 +259,7 @@ def run_eval(
         )
         complexity = mean_profile(ex.gold_json for ex in examples) if examples else {m: 0.0 for m in MEASURES}
         baselines = score_baselines(examples, scorer=scorer, schema_mode=schema_mode)
-        found = [
-            degeneracy(r.value, ex.input_text)
-            for ex, r in zip(examples, (parse_response(raw) for raw in raws))
-            if r.ok
-        ]
+        found = [degeneracy(r.value, ex.input_text) for ex, r in zip(examples, result.examples) if r.parsed]
         report.datasets.append(
             DatasetReport(
                 name,
