@@ -21,43 +21,23 @@ from formcast.server.engine import (
     TokenEvent,
     _ngram_banned,
 )
-from formcast.runtime.base import ModelRuntime, SequenceFeed
+from formcast.runtime.base import SequenceFeed
 
-VOCAB = [bytes([i]) for i in range(256)] + [b"<eos>"]
-EOS = 256
+from byte_runtime import EOS, VOCAB, ByteRuntime
+
 SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": False}
 
 
-class ScriptedRuntime(ModelRuntime):
+class ScriptedRuntime(ByteRuntime):
     """Byte vocabulary; the next token is ``policy(answer so far)`` (a byte,
     or EOS), strongly preferred, with every other token far behind. The
     answer is what the engine fed after the prompt, positions included."""
 
     def __init__(self, policy: Callable[[bytes], int]) -> None:
-        self.model_id = "scripted"
-        self.tokenizer = fc.TokenizerInfo.from_vocab(VOCAB, stop_token_ids=[EOS], special_token_ids=[EOS])
-        self.n_ctx = 1024
-        self.num_slots = 1
-        self.kv_capacity = 1024
-        self.max_batch_tokens = 256
+        super().__init__("scripted", n_ctx=1024, num_slots=1, kv_capacity=1024, max_batch_tokens=256)
         self.policy = policy
         self.prompt_len = 0
         self._seq: list[int] = []
-
-    def tokenize(self, text: str, *, add_special: bool = False, parse_special: bool = True) -> list[int]:
-        return list(text.encode())
-
-    @property
-    def chat_template(self) -> Optional[str]:
-        return None
-
-    @property
-    def bos_token(self) -> str:
-        return ""
-
-    @property
-    def eos_token(self) -> str:
-        return "<eos>"
 
     def forward(self, feeds: Sequence[SequenceFeed]) -> np.ndarray:
         out = np.full((len(feeds), len(VOCAB)), -5.0, dtype=np.float32)

@@ -5,44 +5,24 @@ limit), that job ends with an error and its batch-mates go on."""
 from __future__ import annotations
 
 import threading
-from typing import Optional, Sequence
+from typing import Sequence
 
 import numpy as np
 
 import formcast as fc
-from formcast.runtime.base import ModelRuntime, SequenceFeed
+from formcast.runtime.base import SequenceFeed
 from formcast.server import engine as engine_mod
 from formcast.server.engine import Engine, ErrorEvent, FinishEvent, Job, SamplingParams
 
-VOCAB = [bytes([i]) for i in range(256)] + [b"<eos>"]
+from byte_runtime import VOCAB, ByteRuntime
 
 
-class TinyRuntime(ModelRuntime):
+class TinyRuntime(ByteRuntime):
     """Byte vocabulary, random logits: enough to drive the decode loop."""
 
     def __init__(self) -> None:
-        self.model_id = "tiny"
-        self.tokenizer = fc.TokenizerInfo.from_vocab(VOCAB, stop_token_ids=[256], special_token_ids=[256])
-        self.n_ctx = 256
-        self.num_slots = 2
-        self.kv_capacity = 512
-        self.max_batch_tokens = 64
+        super().__init__("tiny", n_ctx=256, num_slots=2, kv_capacity=512, max_batch_tokens=64)
         self._rng = np.random.default_rng(0)
-
-    def tokenize(self, text: str, *, add_special: bool = False, parse_special: bool = True) -> list[int]:
-        return list(text.encode())
-
-    @property
-    def chat_template(self) -> Optional[str]:
-        return None
-
-    @property
-    def bos_token(self) -> str:
-        return ""
-
-    @property
-    def eos_token(self) -> str:
-        return "<eos>"
 
     def forward(self, feeds: Sequence[SequenceFeed]) -> np.ndarray:
         return self._rng.standard_normal((len(feeds), len(VOCAB))).astype(np.float32)
