@@ -247,6 +247,8 @@ pub struct SkipMemo(Mutex<Skips>);
 struct Skips {
     skips: FxHashMap<StateId, Skip>,
     texts: FxHashMap<StateId, (u32, bool)>,
+    /// Per table of the automaton: its [`text_reps`].
+    text_reps: FxHashMap<usize, Vec<u8>>,
     /// Per state: its UTF-8 loop's ASCII bytes, if any (see [`utf8_loop`]).
     utf8: FxHashMap<StateId, Option<[u64; 2]>>,
 }
@@ -609,10 +611,56 @@ fn interior(a: &Automaton, u: StateId) -> bool {
     u != DEAD && a.flags[u as usize] & (flags::ACCEPTING | flags::CALLS) == 0
 }
 
+/// The byte ranges that [`text_next`] reads alike from every decoder state.
+const TEXT_GROUPS: [(u8, u8); 19] = [
+    (0x00, 0x1F),
+    (0x20, 0x21),
+    (0x22, 0x22),
+    (0x23, 0x5B),
+    (0x5C, 0x5C),
+    (0x5D, 0x7F),
+    (0x80, 0x8F),
+    (0x90, 0x9F),
+    (0xA0, 0xBF),
+    (0xC0, 0xC1),
+    (0xC2, 0xDF),
+    (0xE0, 0xE0),
+    (0xE1, 0xEC),
+    (0xED, 0xED),
+    (0xEE, 0xEF),
+    (0xF0, 0xF0),
+    (0xF1, 0xF3),
+    (0xF4, 0xF4),
+    (0xF5, 0xFF),
+];
+
+/// One byte of every set of bytes that both the table of `u` (its byte
+/// classes) and the text decoder (see [`TEXT_GROUPS`]) read alike, in byte
+/// order: asking a state of that table, at any decoder state, about these
+/// bytes is asking about all 256. Memoized per table in `memo`.
+fn text_reps<'m>(a: &Automaton, u: StateId, memo: &'m mut Skips) -> &'m [u8] {
+    memo.text_reps.entry(a.table_of(u)).or_insert_with(|| {
+        let mut reps = Vec::new();
+        for (_, bits) in a.state_moves(u).by_class() {
+            for &(lo, hi) in &TEXT_GROUPS {
+                if let Some(b) = (lo..=hi).find(|&b| has_byte(bits, b)) {
+                    reps.push(b);
+                }
+            }
+        }
+        reps.sort_unstable();
+        reps
+    })
+}
+
 /// The state every character of text ([`text_next`]) leads `u` to, when
 /// there is one and every byte of the way is an interior state (neither
-/// dead, finishing nor calling); `None` otherwise.
-fn text_successor(a: &Automaton, u: StateId) -> Option<StateId> {
+/// dead, finishing nor calling); `None` otherwise. `reps` are the bytes of
+/// `u`'s table's [`text_reps`]: one byte stands for every byte it shares
+/// both a byte class and a text group with (a string's chain of 32 states
+/// was 256 bytes and 64 per state inside a character each, 800 µs of a
+/// first mask).
+fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
     let mut next: Option<StateId> = None;
     // (state, decoder state) pairs inside a character.
     let mut inside: Vec<(StateId, u8)> = Vec::new();
@@ -634,16 +682,17 @@ fn text_successor(a: &Automaton, u: StateId) -> Option<StateId> {
             inside.len() <= 64
         }
     };
-    for b in 0..=255u8 {
+    for &b in reps {
         if !step(u, 0, b, &mut next, &mut inside) {
             return None;
         }
     }
+    let continuation = reps.iter().copied().filter(|b| (0x80..=0xBF).contains(b));
     let mut k = 0;
     while k < inside.len() {
         let (w, r) = inside[k];
         k += 1;
-        for b in 0x80..=0xBFu8 {
+        for b in continuation.clone() {
             if !step(w, r, b, &mut next, &mut inside) {
                 return None;
             }
@@ -653,10 +702,10 @@ fn text_successor(a: &Automaton, u: StateId) -> Option<StateId> {
 }
 
 /// Whether no character of text has a way out of `u`: every byte that
-/// starts one leads to the dead state.
-fn text_dead(a: &Automaton, u: StateId) -> bool {
+/// starts one leads to the dead state (`reps` as in [`text_successor`]).
+fn text_dead(a: &Automaton, u: StateId, reps: &[u8]) -> bool {
     let moves = a.state_moves(u);
-    (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || moves.next(b) == DEAD)
+    reps.iter().all(|&b| text_next(0, b) == TEXT_DEAD || moves.next(b) == DEAD)
 }
 
 /// How many characters of text ([`text_next`]) `t` takes for sure, at
@@ -683,9 +732,11 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool
         if chain.len() as u32 >= cap.max(1) {
             break (0, false);
         }
-        match text_successor(a, cur) {
+        // The chain stays in one rule, so in one table.
+        let reps = text_reps(a, cur, memo).to_vec();
+        match text_successor(a, cur, &reps) {
             None => {
-                let end = (0, text_dead(a, cur));
+                let end = (0, text_dead(a, cur, &reps));
                 memo.texts.insert(cur, end);
                 break end;
             }
@@ -1040,6 +1091,73 @@ fn walk_into(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text runs read through [`text_reps`] are those of every byte:
+    /// string bodies whose classes split UTF-8 lead and continuation bytes
+    /// in every way (a character range ending inside a 3-byte block, one
+    /// starting in a 4-byte block, an excluded quote, a length bound) and
+    /// raw bytes, whose one class the decoder reads in many ways.
+    #[test]
+    fn text_runs_through_class_representatives_are_those_of_every_byte() {
+        use formcast_grammar::{Expr, Grammar, Rule};
+        let text = |ranges: Vec<(u32, u32)>| Expr::Chars(ranges);
+        let quoted = |e: Expr| Expr::Seq(vec![e, Expr::literal("\"")]);
+        let bodies = [
+            quoted(Expr::Repeat { expr: Box::new(text(vec![(0x20, 0x21), (0x23, 0x10FFFF)])), min: 0, max: Some(40) }),
+            quoted(Expr::Repeat { expr: Box::new(text(vec![(0x20, 0x7E), (0xE9, 0x7FF), (0x1000, 0x2FFF), (0x10000, 0x10FFF)])), min: 0, max: None }),
+            quoted(Expr::Repeat { expr: Box::new(text(vec![(0x20, 0x21), (0x23, 0xD7FF), (0xE000, 0x10FFFF)])), min: 3, max: Some(9) }),
+            quoted(Expr::Repeat { expr: Box::new(Expr::Alt(vec![text(vec![(0x41, 0x5A), (0x800, 0xFFFF)]), Expr::literal("é")])), min: 1, max: Some(70) }),
+            // Every character but one, whose last byte is in A0–BF ('é') or
+            // whose second is in 90–BF (an emoji): no text run, found only
+            // by asking about that byte.
+            quoted(Expr::Repeat { expr: Box::new(text(vec![(0x20, 0x21), (0x23, 0xE8), (0xEA, 0x10FFFF)])), min: 0, max: Some(20) }),
+            quoted(Expr::Repeat { expr: Box::new(text(vec![(0x20, 0x21), (0x23, 0x1F5FF), (0x1F601, 0x10FFFF)])), min: 0, max: None }),
+            // Raw bytes: one class for all the bytes the decoder reads apart.
+            quoted(Expr::Repeat { expr: Box::new(Expr::ByteSet(vec![(0x20, 0x21), (0x23, 0xFF)])), min: 0, max: Some(12) }),
+            quoted(Expr::Repeat { expr: Box::new(Expr::ByteSet(vec![(0x00, 0x21), (0x23, 0xFF)])), min: 0, max: None }),
+        ];
+        let mut runs = 0;
+        // The reading of every byte, written plainly.
+        fn successor_by_bytes(a: &Automaton, u: StateId) -> Option<StateId> {
+            let mut next = None;
+            let mut inside: Vec<(StateId, u8)> = Vec::new();
+            let mut todo = vec![(u, 0u8)];
+            while let Some((w, r)) = todo.pop() {
+                for b in 0..=255u8 {
+                    let r2 = text_next(r, b);
+                    if r2 == TEXT_DEAD {
+                        continue;
+                    }
+                    let w2 = a.next(w, b);
+                    if !interior(a, w2) || (r2 == 0 && *next.get_or_insert(w2) != w2) {
+                        return None;
+                    }
+                    if r2 != 0 && !inside.contains(&(w2, r2)) {
+                        inside.push((w2, r2));
+                        todo.push((w2, r2));
+                        if inside.len() > 64 {
+                            return None;
+                        }
+                    }
+                }
+            }
+            next
+        }
+        let dead_by_bytes = |a: &Automaton, u: StateId| (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || a.next(u, b) == DEAD);
+        for body in bodies {
+            let g = Grammar { rules: vec![Rule::new("root", body.clone())], root: 0 };
+            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let mut memo = Skips::default();
+            for u in 0..a.n_states() as StateId {
+                let reps = text_reps(&a, u, &mut memo).to_vec();
+                let by_bytes = successor_by_bytes(&a, u);
+                runs += usize::from(by_bytes.is_some());
+                assert_eq!(text_successor(&a, u, &reps), by_bytes, "{body:?} state {u}");
+                assert_eq!(text_dead(&a, u, &reps), dead_by_bytes(&a, u), "{body:?} state {u}");
+            }
+        }
+        assert!(runs >= 40, "only {runs} states take every character");
+    }
 
     #[test]
     fn ascii_text_bytes_are_the_decoders_single_byte_characters() {

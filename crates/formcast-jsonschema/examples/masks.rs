@@ -3,10 +3,13 @@
 //! where JOBS.json is a list of `{name, schema_text, ids}` (token ids of a
 //! valid document under the Llama-3 tokenizer) and each NAME a suffix of a
 //! job's name. Every job gets a fresh vocabulary index (its partitions are
-//! cold) unless WARM=1. REPS=n repeats (for a profiler); TOP=n prints the
-//! n slowest masks of each job. DIGEST=1 prints a digest of each job's
-//! masks (to check that a change to the engine keeps every mask); STEPS=1
-//! prints every mask's time. Run it with `MIMALLOC_ALLOW_THP=0
+//! cold) unless WARM=1; PREBUILT=n builds n of them before the first job.
+//! PREWARM=1 warms each index as the Python extension's tokenizer does.
+//! REPS=n repeats (for a profiler); TOP=n prints the n slowest masks of
+//! each job. DIGEST=1 prints a digest of each job's masks (to check that a
+//! change to the engine keeps every mask); STEPS=1 prints every mask's
+//! time. PERF_CTL=FIFO PERF_STEP=n profiles one step's mask alone:
+//! `perf record --control=fifo:FIFO --delay=-1 ...`. Run it with `MIMALLOC_ALLOW_THP=0
 //! MIMALLOC_PURGE_DELAY=-1`, the allocator settings the Python extension
 //! makes (see formcast-py's lib.rs): with transparent huge pages, a mask
 //! that allocates may pay for zeroing 2 MiB pages, milliseconds that the
@@ -16,6 +19,7 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::hash::{Hash, Hasher};
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -36,11 +40,18 @@ fn main() {
     let opts = SchemaOptions { strict: false, ..Default::default() };
     let Value::Array(jobs) = jobs else { panic!("a list of jobs") };
     let mut index = Arc::new(VocabIndex::new(&vocab).unwrap());
+    // PREBUILT=n: build n fresh indexes before any job (each cold job takes
+    // one), so that a profiler started late (`perf record -D`) sees masks only.
+    let mut prebuilt: Vec<Arc<VocabIndex>> = (0..env("PREBUILT", 0)).map(|_| Arc::new(VocabIndex::new(&vocab).unwrap())).collect();
+    if !prebuilt.is_empty() {
+        eprintln!("prebuilt {} indexes", prebuilt.len());
+    }
     // ALL: every job in order in one process (as the benchmark runs them),
     // with a summary of every mask time at the end.
     let all = args.get(2).is_some_and(|a| a == "ALL");
     let names: Vec<String> = if all { jobs.iter().map(|j| j["name"].as_str().unwrap_or("").to_string()).collect() } else { args[2..].to_vec() };
     let mut every = Vec::new();
+    let mut perf_ctl = std::env::var("PERF_CTL").ok().map(|p| std::fs::OpenOptions::new().write(true).open(p).unwrap());
     for _ in 0..env("REPS", 1) {
         for name in &names {
             let Some(job) = jobs.iter().find(|j| j["name"].as_str().is_some_and(|n| n.ends_with(name.as_str()))) else {
@@ -50,7 +61,10 @@ fn main() {
             let Some(text) = job["schema_text"].as_str() else { continue };
             let Some(ids) = job["ids"].as_array() else { continue };
             if env("WARM", 0) == 0 {
-                index = Arc::new(VocabIndex::new(&vocab).unwrap());
+                index = prebuilt.pop().unwrap_or_else(|| Arc::new(VocabIndex::new(&vocab).unwrap()));
+            }
+            if env("PREWARM", 0) == 1 {
+                prewarm(&index);
             }
             let Ok((g, _)) = json_schema_str_to_grammar(text, &opts) else { continue };
             let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
@@ -60,9 +74,18 @@ fn main() {
             let mut times = Vec::new();
             let mut digest = std::collections::hash_map::DefaultHasher::new();
             for id in ids {
+                // PERF_CTL=fifo PERF_STEP=n: `perf record --control=fifo:FIFO
+                // --delay=-1` samples only the mask of step n.
+                let profiled = perf_ctl.is_some() && env("PERF_STEP", usize::MAX) == times.len();
+                if profiled {
+                    perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
+                }
                 let t = Instant::now();
                 m.fill_next_token_bitmask(&mut out).unwrap();
                 times.push(t.elapsed().as_secs_f64() * 1e6);
+                if profiled {
+                    perf_ctl.as_mut().unwrap().write_all(b"disable\n").unwrap();
+                }
                 out.hash(&mut digest);
                 if env("STEPS", 0) == 1 {
                     eprintln!("step {} {:.0} µs", times.len() - 1, times.last().unwrap());
@@ -90,4 +113,36 @@ fn main() {
     let mean = every.iter().sum::<f64>() / every.len() as f64;
     let over = |t: f64| every.iter().filter(|&&x| x > t).count();
     println!("{} masks: mean {mean:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} µs; over 100 µs {}, over 150 µs {}", every.len(), pct(0.5), pct(0.99), pct(0.999), over(100.0), over(150.0));
+}
+
+/// What the Python extension's tokenizer does before it is handed out
+/// (formcast-py's `warm_strings`): the partitions of an unbounded string's
+/// and the built-in JSON grammar's states between ASCII characters, and a
+/// bounded string decoded past its first block. PREWARM=1 runs it before
+/// each job, so that masks are timed as the extension sees them.
+fn prewarm(index: &Arc<VocabIndex>) {
+    let opts = SchemaOptions::default();
+    let compile = |g: &formcast_grammar::Grammar| CompiledGrammar::compile(g, index.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
+    let string = json_schema_str_to_grammar(r#"{"type": "string"}"#, &opts).unwrap().0;
+    for g in [string, formcast_grammar::json::builtin_json_grammar()] {
+        let cg = compile(&g);
+        let a = &cg.automaton;
+        let mut seen = vec![false; a.n_states()];
+        let mut todo: Vec<u32> = a.rule_start.clone();
+        while let Some(s) = todo.pop() {
+            if s == formcast_engine::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
+                continue;
+            }
+            cg.partition(s);
+            todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
+        }
+    }
+    let g = json_schema_str_to_grammar(r#"{"type": "string", "minLength": 1, "maxLength": 100}"#, &opts).unwrap().0;
+    let mut m = Matcher::new(Arc::new(compile(&g)), false, None).unwrap();
+    let mut out = vec![0u32; index.logits_size.div_ceil(32)];
+    m.accept_bytes(b"\"").unwrap();
+    for _ in 0..34 {
+        m.fill_next_token_bitmask(&mut out).unwrap();
+        m.accept_bytes(b"a").unwrap();
+    }
 }
