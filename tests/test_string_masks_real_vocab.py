@@ -187,3 +187,43 @@ ORDERED = {
 @pytest.mark.parametrize("prefix", ['{', '{"alpha": 1, ', '{"beta": 2, "', '{"gamma": 3, "de'])
 def test_ordered_key_masks_equal_token_acceptance(parts, prefix):
     _assert_mask_after_prefix_is_acceptance(parts, ORDERED, prefix)
+
+
+# A vocabulary made for the comparison deep inside names: every byte, plus
+# pieces of the declared names with each way a key can end (its closing
+# quote, the colon, the start of a value the declared and the other keys
+# disagree on). A derived partition keeps the reference's subtrees only
+# where the two states walk alike; these tokens part from it at every depth.
+DEEP_NAMES = ["metadata", "meta", "metal", "kind", "kinder", "status"]
+DEEP_SCHEMA = {
+    "type": "object",
+    "properties": {"metadata": {"type": "integer"}, "meta": {"type": "string"}, "metal": {"type": "null"},
+                   "kind": {"type": "boolean"}, "kinder": {"type": "integer"}, "status": {"type": "string"}},
+    "additionalProperties": {"type": "boolean"},
+}
+_TAILS = ["", '"', '":', '": 1', '":1', '":true', '":"', '":null', "x", 'x"', 'x":true', 'x":1', "s", 's":']
+
+
+def _deep_vocab() -> list[bytes]:
+    pieces = {bytes([b]) for b in range(256)}
+    for name in DEEP_NAMES:
+        for i in range(len(name)):
+            for j in range(i + 1, len(name) + 1):
+                pieces.update((name[i:j] + tail).encode() for tail in _TAILS)
+    pieces.update(('{"' + name[:k]).encode() for name in DEEP_NAMES for k in range(len(name) + 1))
+    return sorted(pieces)
+
+
+DEEP_PREFIXES = ['{"'] + ['{"' + name[:k] for name in DEEP_NAMES for k in range(1, len(name) + 1)] + ['{"mex', '{"metadatax', '{"kind": true, "me']
+
+
+@pytest.fixture(scope="module")
+def deep_parts():
+    vocab = _deep_vocab()
+    tok = fc.TokenizerInfo.from_vocab(vocab)
+    return tok, None, vocab
+
+
+@pytest.mark.parametrize("prefix", DEEP_PREFIXES)
+def test_key_masks_deep_in_names_equal_token_acceptance(deep_parts, prefix):
+    _assert_mask_after_prefix_is_acceptance(deep_parts, DEEP_SCHEMA, prefix)

@@ -134,7 +134,7 @@ impl CompiledGrammar {
         chunk[s as usize % PARTITION_CHUNK]
             .get_or_init(|| {
                 let p = match reference_state(&self.automaton, s) {
-                    Some((r, diff)) => derive_partition(&self.automaton, &self.vocab, s, &self.partition(r), &diff, &self.skips),
+                    Some((r, diff)) => derive_partition(&self.automaton, &self.vocab, s, r, &self.partition(r), &diff, &self.skips),
                     None => partition_of(&self.automaton, &self.vocab, s, &self.skips),
                 };
                 self.partition_bytes.fetch_add(p.accept.heap_bytes() + p.frontier.len() * 8, Ordering::Relaxed);

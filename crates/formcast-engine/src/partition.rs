@@ -383,29 +383,64 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u
     }
 }
 
-/// The partition of `s` from `reference`, the partition of a state that
-/// moves like `s` on every first byte outside `diff` (see
+/// The partition of `s` from `reference`, the partition of the state `r`
+/// that moves like `s` on every first byte outside `diff` (see
 /// [`reference_state`]): its tokens and frontier outside those subtrees are
-/// the same, and the `diff` subtrees are walked from `s`.
-pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, reference: &Partition, diff: &[u64; 4], memo: &SkipMemo) -> Partition {
+/// the same. Inside them the two are compared node by node: where both
+/// states are interior, the tokens of the node are the same and so is every
+/// child subtree whose states walk alike ([`same_future`]); only the other
+/// children are looked at again, the same way, or walked anew from `s`'s
+/// state where the two part for good. A key that may be any string but a
+/// few names then costs the names' prefixes, not the subtrees of their
+/// first letters (W3's `metadata` key position: 220 µs, most of it walking
+/// the `m` and `s` subtrees).
+pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, reference: &Partition, diff: &[u64; 4], memo: &SkipMemo) -> Partition {
     let mut accept = Bitset::new(v.logits_size);
     reference.accept.or_into(&mut accept.words);
-    // First-level nodes of the diff bytes, in trie order: their tokens are
-    // cleared, and the reference's frontier inside them dropped.
+    // Subtrees whose reference tokens and frontier are replaced, in trie
+    // order, and what replaces them.
     let mut cut: Vec<(u32, u32)> = Vec::new();
+    let mut fresh: Vec<(u32, StateId)> = Vec::new();
+    let mut budget = 4096u32;
+    // (node, state of `s`, state of `r`) of interior nodes whose children
+    // are compared; the first level by `diff`.
+    let mut work: Vec<(usize, StateId, StateId)> = Vec::new();
+    let mut compare = |c: usize, sp: StateId, rp: StateId, work: &mut Vec<(usize, StateId, StateId)>, accept: &mut Bitset, cut: &mut Vec<(u32, u32)>, fresh: &mut Vec<(u32, StateId)>| {
+        let byte = v.nodes[c].byte;
+        let (sc, rc) = (a.next(sp, byte), a.next(rp, byte));
+        if same_future(a, sc, rc, 3, &mut budget) {
+            return;
+        }
+        if interior(a, sc) && interior(a, rc) && a.flags[sc as usize] == a.flags[rc as usize] {
+            work.push((c, sc, rc));
+            return;
+        }
+        for &t in v.subtree_tokens(c) {
+            accept.words[t as usize >> 5] &= !(1 << (t & 31));
+        }
+        cut.push((c as u32, v.nodes[c].end));
+        fresh.extend(walk_into(a, v, sp, |t| t, memo, Some(c), (0, false), accept));
+    };
     let mut i = 1usize;
     while i < v.nodes.len() {
         let node = v.nodes[i];
         if has_byte(diff, node.byte) {
-            for &t in v.subtree_tokens(i) {
-                accept.words[t as usize >> 5] &= !(1 << (t & 31));
-            }
-            cut.push((i as u32, node.end));
+            compare(i, s, r, &mut work, &mut accept, &mut cut, &mut fresh);
         }
         i = node.end as usize;
     }
-    let fresh = walk_into(a, v, s, |t| t, memo, Some(diff), (0, false), &mut accept);
-    let inside_cut = |n: u32| cut.iter().any(|&(lo, hi)| lo <= n && n < hi);
+    while let Some((n, sn, rn)) = work.pop() {
+        let mut c = n + 1;
+        while c < v.nodes[n].end as usize {
+            compare(c, sn, rn, &mut work, &mut accept, &mut cut, &mut fresh);
+            c = v.nodes[c].end as usize;
+        }
+    }
+    cut.sort_unstable();
+    let inside_cut = |n: u32| {
+        let k = cut.partition_point(|&(lo, _)| lo <= n);
+        k > 0 && n < cut[k - 1].1
+    };
     let mut frontier: Vec<(u32, StateId)> = reference.frontier.iter().copied().filter(|&(n, _)| !inside_cut(n)).collect();
     frontier.extend(fresh);
     frontier.sort_unstable_by_key(|&(n, _)| n);
@@ -930,8 +965,8 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     (accept.into_stored(), frontier)
 }
 
-/// The walk proper, into `accept`; with `first` set, only the subtrees of
-/// tokens whose first byte is in `first` are walked. `accept` already holds
+/// The walk proper, into `accept`; with `subtree` set, only that node's
+/// subtree is walked, from `s` as the state of its parent. `accept` already holds
 /// [`VocabIndex::text_up_to`]`(covered)` when `covered` > 0 (`s`'s text
 /// run): tokens of text of at most that many characters from the root are
 /// not added again, and subtrees of nothing else are not visited. With
@@ -944,7 +979,7 @@ fn walk_into(
     s: StateId,
     exit_id: impl Fn(StateId) -> u32,
     memo: &SkipMemo,
-    first: Option<&[u64; 4]>,
+    subtree: Option<usize>,
     (covered, cover_dead): (u32, bool),
     accept: &mut impl Sink,
 ) -> Vec<(u32, u32)> {
@@ -959,7 +994,8 @@ fn walk_into(
     // the root: what `covered` is about) per depth.
     // Without a cover, every path counts as not text: no decoding at all.
     let root_text = if covered > 0 { 0 } else { TEXT_DEAD };
-    let mut stack: Vec<(u32, StateId, u8, u32)> = vec![(nodes[0].end, s, root_text, 0)];
+    let top = subtree.map_or(nodes[0].end, |c| nodes[c].end);
+    let mut stack: Vec<(u32, StateId, u8, u32)> = vec![(top, s, root_text, 0)];
     let mut scratch = Vec::new();
     let total = nodes.len();
     // The moves of the state last asked (siblings share their parent's).
@@ -967,11 +1003,10 @@ fn walk_into(
     // A state with few first bytes (a key's opening quote, a digit) walks
     // only their subtrees, found by the root's child table, instead of
     // asking about all 256 first-level nodes.
-    let mut firsts = a.byte_set(s);
-    if let Some(first) = first {
-        (0..4).for_each(|k| firsts[k] &= first[k]);
-    }
-    let ranges: Vec<(usize, usize)> = if byte_count(&firsts) <= FEW_FIRST_BYTES {
+    let firsts = a.byte_set(s);
+    let ranges: Vec<(usize, usize)> = if let Some(c) = subtree {
+        vec![(c, top as usize)]
+    } else if byte_count(&firsts) <= FEW_FIRST_BYTES {
         (0..=255u8)
             .filter(|&b| has_byte(&firsts, b))
             .filter_map(|b| v.root_child[b as usize].map(|c| (c as usize, nodes[c as usize].end as usize)))
@@ -992,12 +1027,6 @@ fn walk_into(
             continue;
         }
         let node = nodes[i];
-        if let Some(first) = first {
-            if stack.len() == 1 && !has_byte(first, node.byte) {
-                i = node.end as usize;
-                continue;
-            }
-        }
         // Whether the path to this node is text from the root, and within
         // the covered characters: its tokens are in `accept` already.
         let text_here = if text_at == TEXT_DEAD { TEXT_DEAD } else { text_next(text_at, node.byte) };
