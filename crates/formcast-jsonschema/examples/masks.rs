@@ -116,15 +116,16 @@ fn main() {
 }
 
 /// What the Python extension's tokenizer does before it is handed out
-/// (formcast-py's `warm_strings`): the partitions of an unbounded string's
-/// and the built-in JSON grammar's states between ASCII characters, and a
-/// bounded string decoded past its first block. PREWARM=1 runs it before
+/// (formcast-py's `warm_strings`): the partitions of an unbounded string's,
+/// the built-in JSON grammar's and an open object's states between ASCII
+/// characters, and a bounded string decoded past its first block. PREWARM=1 runs it before
 /// each job, so that masks are timed as the extension sees them.
 fn prewarm(index: &Arc<VocabIndex>) {
     let opts = SchemaOptions::default();
     let compile = |g: &formcast_grammar::Grammar| CompiledGrammar::compile(g, index.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
     let string = json_schema_str_to_grammar(r#"{"type": "string"}"#, &opts).unwrap().0;
-    for g in [string, formcast_grammar::json::builtin_json_grammar()] {
+    let object = json_schema_str_to_grammar(r#"{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}"#, &opts).unwrap().0;
+    for g in [string, formcast_grammar::json::builtin_json_grammar(), object] {
         let cg = compile(&g);
         let a = &cg.automaton;
         let mut seen = vec![false; a.n_states()];
