@@ -216,6 +216,9 @@ impl Matcher {
             m.write_into(out);
             return Ok(());
         }
+        // Background work (the heap reserve's refill, the warm-up) waits
+        // while masks are computed, not only compiles.
+        let _fg = crate::foreground::MaskWork::begin();
         let mut bits = Bitset::new(words * 32);
         let set = self.cur().set.clone();
         self.walker.compute(&self.g, &mut self.arena, &mut self.sc, &set, &mut bits)?;
