@@ -82,6 +82,32 @@ def test_lark_custom_tool():
     assert [(c.type, c.arguments) for c in parse_output(tag, text).tool_calls] == [("custom", "12+345")]
 
 
+@needs_lark
+def test_lark_custom_tool_special_tokens_resolve_through_the_tokenizer(llama3):
+    """A custom tool's Lark grammar may name the model's special tokens, as
+    `Grammar.from_lark` reads them: by name through the tag's tokenizer, by
+    id, and refused where the tag has no tokenizer."""
+    eot = 128009  # Llama-3's <|eot_id|>
+    lark = {"type": "lark", "grammar": 'start: "ok" <|eot_id|> | "id" <[128000]>'}
+    compiler = fc.GrammarCompiler(llama3)
+    for first, token in [("ok", eot), ("id", 128000)]:
+        m = fc.GrammarMatcher(compiler.compile_structural_tag(lark))
+        assert m.accept_string(first)
+        mask = fc.allocate_token_bitmask(1, llama3.logits_size)
+        m.fill_next_token_bitmask(mask, 0)
+        allowed_ids = [t for t in (eot, 128000, 128001) if mask[0][t >> 5] >> (t & 31) & 1]
+        assert allowed_ids == [token]
+        assert m.accept_token(token) and m.can_terminate()
+    with pytest.raises(fc.GrammarError, match="eot_id"):
+        fc.Grammar.from_structural_tag(lark)
+    # Through a custom tool of a style, as the server compiles it.
+    tool = {"type": "custom", "custom": {"name": "stop", "format": {"type": "grammar", "grammar": {
+        "syntax": "lark", "definition": 'start: "done" <|eot_id|>'}}}}
+    tag = structural_tag_for("qwen_3_5", [tool], "required", reasoning="disabled")
+    m = fc.GrammarMatcher(compiler.compile_structural_tag(tag))
+    assert m.accept_string("<tool_call>\n<function=stop>\ndone") and m.accept_token(eot)
+
+
 def test_malformed_custom_tools_are_style_errors():
     for tool, field in [
         ({"type": "custom", "custom": {"name": "bad name"}}, "tools[0].custom.name"),

@@ -42,7 +42,8 @@ pub fn grammar_from_structural_tag(
     guard(|| {
         let vocab = tokenizer.map(|t| t.vocab.clone());
         let text = tag_json.to_string();
-        let opts = fs::Options { lower: fs::LowerOptions { schema_time_budget_ms: time_budget_ms, ..Default::default() } };
+        let vocab_size = vocab.as_ref().map(|v| v.tokens.len() as u32);
+        let opts = fs::Options { lower: fs::LowerOptions { schema_time_budget_ms: time_budget_ms, vocab_size, ..Default::default() } };
         let out = py.detach(move || {
             let _fg = formcast_engine::foreground::Foreground::begin();
             let lookup = |s: &str| -> Option<u32> {

@@ -44,8 +44,8 @@ pub enum Format {
     JsonSchema { schema: Json, style: Style, any_order: bool, max_whitespace_cnt: Option<u32>, excludes: Vec<String> },
     Grammar { ebnf: String },
     /// Lark text in llguidance's dialect (formcast extension; OpenAI custom
-    /// tools' `lark` grammars). Special tokens are refused: they resolve
-    /// through no vocabulary here.
+    /// tools' `lark` grammars). Special tokens resolve through the
+    /// vocabulary the tag is compiled for (see `LowerOptions::vocab_size`).
     Lark { text: String },
     Regex { pattern: String },
     AnyText { excludes: Vec<String>, max_tokens: Option<u32>, max_chars: Option<u32> },

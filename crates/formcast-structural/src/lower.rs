@@ -22,11 +22,16 @@ pub struct LowerOptions {
     pub schema_time_budget_ms: u64,
     /// Largest number of grammar rules, sub-grammars included.
     pub max_rules: usize,
+    /// Number of token ids of the vocabulary the token references resolve
+    /// through: with it, a `lark` format's special tokens (`<|name|>`,
+    /// `<[id]>`) are read, as `Grammar.from_lark` reads them; without it
+    /// (or without a resolver) they are an error.
+    pub vocab_size: Option<u32>,
 }
 
 impl Default for LowerOptions {
     fn default() -> Self {
-        LowerOptions { schema_time_budget_ms: 10_000, max_rules: 500_000 }
+        LowerOptions { schema_time_budget_ms: 10_000, max_rules: 500_000, vocab_size: None }
     }
 }
 
@@ -217,7 +222,12 @@ impl<'a> Lowerer<'a> {
                 self.embed(path, g)?
             }
             Format::Lark { text } => {
-                let g = formcast_lark::parse_lark(text, &formcast_lark::LarkOptions::default()).map_err(|e| {
+                let tokens = match (self.resolve, self.opts.vocab_size) {
+                    (Some(resolve), Some(vocab_size)) => Some(formcast_lark::Tokens { resolve, vocab_size }),
+                    _ => None,
+                };
+                let lark_opts = formcast_lark::LarkOptions { tokens, ..Default::default() };
+                let g = formcast_lark::parse_lark(text, &lark_opts).map_err(|e| {
                     let kind = if e.kind == formcast_lark::ErrorKind::Limit { ErrorKind::Limit } else { ErrorKind::Invalid };
                     err(kind, &format!("{path}.grammar"), ty, "grammar", e.to_string())
                 })?;
