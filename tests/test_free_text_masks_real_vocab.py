@@ -3,7 +3,9 @@ vocabulary, where the engine takes its free-text shortcut: a state (or, in
 the mask walk, a parser set) that every UTF-8 character but a few ASCII
 bytes leads back to accepts a subtree of well-formed UTF-8 whole when its
 ASCII bytes are among those (``formcast_engine::partition::utf8_loop``,
-``MaskWalker::utf8_loop``). Free text before a tool call's trigger may end
+``MaskWalker::utf8_loop``), and the vocabulary's set of such tokens is
+taken at once (``VocabIndex::free_text_cover``). Free text before a tool
+call's trigger may end
 (an accepting state: the mask walk's shortcut); reasoning text before
 ``</think>`` may not (an interior state: the partition walk's).
 
@@ -38,9 +40,17 @@ GRAMMARS = {
     "gbnf_not_lt": lambda: fc.Grammar.from_ebnf('root ::= [^<]* "</end>"'),
     # Any characters but "<", ending anywhere (an accepting loop).
     "gbnf_not_lt_open": lambda: fc.Grammar.from_ebnf("root ::= [^<]*"),
+    # Two excluded bytes other than "<", interior and accepting: each set of
+    # excluded bytes has its own cover (``VocabIndex::free_text_cover``).
+    "gbnf_not_brace_gt": lambda: fc.Grammar.from_ebnf('root ::= [^{>]* "{}"'),
+    "gbnf_not_brace_gt_open": lambda: fc.Grammar.from_ebnf("root ::= [^{>]* (\"{\" [a-z]*)?"),
+    # Text that must not hold "<x>the": after "<x>", the tokens that start
+    # with "the" are refused although they are free text of the cover.
+    "any_text_excluding": lambda: fc.Grammar.from_structural_tag(json.dumps(
+        {"type": "structural_tag", "format": {"type": "any_text", "excludes": ["<x>the"]}})),
 }
 
-PREFIXES = ["", "Hello, ", "naïve café — ", "日本語", "a < b", "Let me check.<", "<too", "</thi", "x\n\t\"\\"]
+PREFIXES = ["", "Hello, ", "naïve café — ", "日本語", "a < b", "Let me check.<", "<too", "</thi", "x\n\t\"\\", "a {", "{x", "<x>", "so <x"]
 
 
 @pytest.fixture(scope="module")

@@ -122,7 +122,9 @@ pub struct MaskWalker {
     /// when every other character does too (a UTF-8 character through
     /// sets that go on to its end), else none (see [`MaskWalker::utf8_loop`]).
     utf8_loops: Vec<Option<Option<[u64; 2]>>>,
-    frames: Vec<(u32, u32)>,
+    /// (subtree end, set, whether the path from the root is in the item's
+    /// free-text cover: ASCII without an excluded byte) per depth.
+    frames: Vec<(u32, u32, bool)>,
     /// Scratch of [`accept_text_up_to`].
     count_stack: Vec<(u32, u32)>,
     seeds: Vec<Item>,
@@ -130,6 +132,24 @@ pub struct MaskWalker {
     /// `Scratch::visited` when this mask computation began.
     visited_at_start: usize,
 }
+
+/// An item from whose set free text runs: every character starting with a
+/// byte of `firsts` leads to a set that free text loops in (all ASCII
+/// bytes but `excluded`, and every character, lead back to it). Every
+/// token that starts with a byte of `firsts`, is well-formed UTF-8 and
+/// holds no excluded byte is then taken
+/// ([`VocabIndex::free_text_cover`]); the walks skip subtrees made only of
+/// such tokens instead of adding them one by one.
+#[derive(Clone, Copy, Debug)]
+struct FreeText {
+    firsts: [u64; 4],
+    excluded: [u64; 2],
+}
+
+/// Items with fewer frontier nodes are not checked for free text (the
+/// free text of a tag, or the text before a trigger, has thousands: every
+/// character ends on a state that may finish).
+const FREE_TEXT_MIN_FRONTIER: usize = 256;
 
 /// Subtrees at least this large are checked for being entirely inside a
 /// self-loop of their set (then all their tokens are accepted at once).
@@ -309,6 +329,55 @@ impl MaskWalker {
         self.set_skips[set as usize].as_deref().unwrap_or(&[])
     }
 
+    /// The item's [`FreeText`], when its set or the set one ordinary
+    /// character leads it to is free text and at least half the ASCII bytes
+    /// lead there (the text before a trigger, and the states inside the
+    /// trigger's first bytes, from which most bytes fall back to it).
+    fn free_text_entry(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, item: Item) -> Result<Option<FreeText>, EngineError> {
+        self.seeds.clear();
+        self.seeds.push(item);
+        let own = self.intern_closure(a, arena, sc)?;
+        if own == EMPTY {
+            return Ok(None);
+        }
+        let (target, loop_ascii) = match self.utf8_loop(a, arena, sc, own)? {
+            Some(l) => (own, l),
+            None => {
+                let mut found = None;
+                for b in [b'e', b' '] {
+                    let t = self.step(a, arena, sc, own, b)?;
+                    if t != DEAD && t != EMPTY {
+                        if let Some(l) = self.utf8_loop(a, arena, sc, t)? {
+                            found = Some((t, l));
+                            break;
+                        }
+                    }
+                }
+                match found {
+                    Some(f) => f,
+                    None => return Ok(None),
+                }
+            }
+        };
+        let mut firsts = [0u64; 4];
+        for b in 0..0x80u8 {
+            let k = b as usize / 64;
+            if loop_ascii[k] >> (b % 64) & 1 == 1 && self.step(a, arena, sc, own, b)? == target {
+                firsts[k] |= 1 << (b % 64);
+            }
+        }
+        if firsts[0].count_ones() + firsts[1].count_ones() < 64 {
+            return Ok(None);
+        }
+        if own == target {
+            // Every character leads the free text's set back to itself.
+            for b in 0xC2..=0xF4u8 {
+                firsts[b as usize / 64] |= 1 << (b % 64);
+            }
+        }
+        Ok(Some(FreeText { firsts, excluded: [!loop_ascii[0], !loop_ascii[1]] }))
+    }
+
     /// Frontier run `f[a0..b0]` of `part` resolved for the set `start` its
     /// exit state reaches in this context, memoized by the set's skips.
     fn take_of(&mut self, g: &CompiledGrammar, part: &Partition, a0: usize, b0: usize, start: u32) -> Arc<Take> {
@@ -386,6 +455,41 @@ impl MaskWalker {
             }
             let part = g.partition(it.state);
             part.accept.or_into(&mut bits.words);
+            let free = if part.frontier.len() >= FREE_TEXT_MIN_FRONTIER { self.free_text_entry(a, arena, sc, *it)? } else { None };
+            let cover = free.map(|ft| v.free_text_cover(ft.excluded));
+            if let (Some(ft), Some(cover)) = (free, &cover) {
+                let mut tokens = cover.tokens.clone();
+                // Only the tokens whose first byte leads to the free text
+                // (none of the cover starts with an excluded or a byte that
+                // no character starts with).
+                for b in 0..=255u8 {
+                    let k = b as usize / 64;
+                    let never = if b < 0x80 { ft.excluded[k] >> (b % 64) & 1 == 1 } else { !(0xC2..=0xF4).contains(&b) };
+                    if ft.firsts[k] >> (b % 64) & 1 == 0 && !never {
+                        if let Some(c) = v.root_child[b as usize] {
+                            for &t in v.subtree_tokens(c as usize) {
+                                tokens.words[t as usize >> 5] &= !(1 << (t & 31));
+                            }
+                        }
+                    }
+                }
+                bits.or_with(&tokens.words);
+            }
+            // A first-level node of an ASCII first byte of the free text:
+            // its tokens of the cover are in `bits` already.
+            let first_of_free = |node: usize| -> Option<FreeText> {
+                let ft = free?;
+                let b = v.nodes[node].byte;
+                (b < 0x80 && has_byte(&ft.firsts, b) && v.root_child[b as usize] == Some(node as u32)).then_some(ft)
+            };
+            // A node all of whose tokens are in `bits` already: under a
+            // first byte of the free text all of whose tokens are in the
+            // cover, or a first-level node whose subtree is.
+            let covered = |node: usize| -> bool {
+                let (Some(ft), Some(cover)) = (free, &cover) else { return false };
+                let b = v.first_byte(node);
+                has_byte(&ft.firsts, b) && (has_byte(&cover.whole, b) || first_of_free(node).is_some_and(|ft| free_text_takes(v, &ft, node)))
+            };
             // Frontier nodes come in runs with the same exit state (a
             // bounded string near the end of a block exits at every node of
             // one depth): their start set is interned once per run, a long
@@ -398,6 +502,10 @@ impl MaskWalker {
                 let mut b0 = a0 + 1;
                 while b0 < f.len() && f[b0].1 == t {
                     b0 += 1;
+                }
+                if free.is_some() && f[a0..b0].iter().all(|&(node, _)| covered(node as usize)) {
+                    a0 = b0;
+                    continue;
                 }
                 self.seeds.clear();
                 self.seeds.push(Item { state: t, cont: it.cont });
@@ -416,20 +524,26 @@ impl MaskWalker {
                         }
                         set_all(bits, v.tokens_at(c));
                         if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                            self.walk_subtree(g, arena, sc, c, t, bits)?;
+                            self.walk_subtree(g, arena, sc, c, t, None, bits)?;
                         }
                     }
                 } else {
                     for &(node, _) in &f[a0..b0] {
-                        set_all(bits, v.tokens_at(node as usize));
-                        if start == EMPTY || v.nodes[node as usize].end <= node + 1 {
+                        let node = node as usize;
+                        if covered(node) {
                             continue;
                         }
-                        if self.skips_subtree(g, start, node as usize) || (free_text && self.utf8_takes(a, arena, sc, v, start, node as usize)?) {
-                            set_all(bits, v.subtree_tokens(node as usize));
+                        set_all(bits, v.tokens_at(node));
+                        if start == EMPTY || v.nodes[node].end as usize <= node + 1 {
                             continue;
                         }
-                        self.walk_subtree(g, arena, sc, node as usize, start, bits)?;
+                        if self.skips_subtree(g, start, node) || (free_text && self.utf8_takes(a, arena, sc, v, start, node)?) {
+                            set_all(bits, v.subtree_tokens(node));
+                            continue;
+                        }
+                        // Below a first byte of the free text, the cover
+                        // holds what is ASCII without an excluded byte.
+                        self.walk_subtree(g, arena, sc, node, start, first_of_free(node), bits)?;
                     }
                 }
                 a0 = b0;
@@ -444,6 +558,10 @@ impl MaskWalker {
 
     /// Marks every token in the subtree below `root` (exclusive) accepted
     /// from the interned set `root_set` (the state after `root`'s bytes).
+    /// With `cover`, `root` is a first byte of that free text (see
+    /// [`FreeText`]), whose cover is in `bits` already: subtrees of its
+    /// tokens below an ASCII path without an excluded byte are skipped.
+    #[allow(clippy::too_many_arguments)]
     fn walk_subtree(
         &mut self,
         g: &CompiledGrammar,
@@ -451,6 +569,7 @@ impl MaskWalker {
         sc: &mut Scratch,
         root: usize,
         root_set: u32,
+        cover: Option<FreeText>,
         bits: &mut Bitset,
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
@@ -458,14 +577,18 @@ impl MaskWalker {
         let nodes = &v.nodes;
         let end = nodes[root].end;
         self.frames.clear();
-        self.frames.push((end, root_set));
+        self.frames.push((end, root_set, cover.is_some()));
         let mut i = root + 1;
         while (i as u32) < end {
             while i as u32 >= self.frames.last().unwrap().0 {
                 self.frames.pop();
             }
-            let parent = self.frames.last().unwrap().1;
+            let (_, parent, in_cover) = *self.frames.last().unwrap();
             let node = nodes[i];
+            if in_cover && cover.is_some_and(|ft| free_text_takes(v, &ft, i)) {
+                i = node.end as usize;
+                continue;
+            }
             let t = self.step(a, arena, sc, parent, node.byte)?;
             if t == DEAD {
                 i = node.end as usize;
@@ -492,10 +615,26 @@ impl MaskWalker {
                 continue;
             }
             if node.end as usize > i + 1 {
-                self.frames.push((node.end, t));
+                let path_in_cover = in_cover && node.byte < 0x80 && cover.is_some_and(|ft| ft.excluded[node.byte as usize / 64] >> (node.byte % 64) & 1 == 0);
+                self.frames.push((node.end, t, path_in_cover));
             }
             i += 1;
         }
         Ok(())
     }
+}
+
+/// Whether every token below trie node `i` and ending at it is in the free
+/// text's cover, given that the path to its parent is
+/// an ASCII path without an excluded byte from a first byte of the free
+/// text: the node's byte is such an ASCII byte, and every path below is
+/// well-formed UTF-8 without one.
+fn free_text_takes(v: &VocabIndex, ft: &FreeText, i: usize) -> bool {
+    let b = v.nodes[i].byte;
+    let below = &v.below[i];
+    b < 0x80 && ft.excluded[b as usize / 64] >> (b % 64) & 1 == 0 && v.utf8_below[i] && below[0] & ft.excluded[0] == 0 && below[1] & ft.excluded[1] == 0
+}
+
+fn has_byte(set: &[u64; 4], b: u8) -> bool {
+    set[b as usize / 64] >> (b % 64) & 1 == 1
 }

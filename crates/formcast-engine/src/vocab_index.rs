@@ -5,6 +5,8 @@
 //! assignment and the walk needs no pointers. Built once per tokenizer and
 //! shared (through `Arc`) by every grammar compiled against it.
 
+use std::sync::Arc;
+
 use formcast_tokenizer::Vocab;
 
 use crate::bitset::Bitset;
@@ -19,6 +21,16 @@ pub struct Node {
     pub tok_start: u32,
     pub tok_len: u16,
     pub byte: u8,
+}
+
+/// What free text that avoids some ASCII bytes takes of a vocabulary (see
+/// [`VocabIndex::free_text_cover`]).
+#[derive(Debug)]
+pub struct FreeTextCover {
+    /// The tokens.
+    pub tokens: Bitset,
+    /// The first bytes all of whose tokens are among them.
+    pub whole: [u64; 4],
 }
 
 /// The vocabulary as the engine needs it.
@@ -89,6 +101,15 @@ pub struct VocabIndex {
     /// subtree of free text from a state or set that every character but a
     /// few ASCII bytes leads back to (text before a tool call's trigger).
     pub utf8_below: Vec<bool>,
+    /// What free text that avoids no byte takes: the tokens that are
+    /// well-formed UTF-8 (the last character possibly incomplete), and
+    /// the first bytes all of whose tokens are such (see
+    /// [`VocabIndex::free_text_cover`]).
+    free_text_all: Arc<FreeTextCover>,
+    /// The first-level nodes, in trie order, with their bytes.
+    root_starts: Vec<(u32, u8)>,
+    /// [`VocabIndex::free_text_cover`]'s sets, by excluded bytes.
+    free_text_covers: std::sync::Mutex<Vec<([u64; 2], Arc<FreeTextCover>)>>,
     /// [`VocabIndex::text_up_to`]'s sets (see there for when each is built).
     text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
@@ -313,6 +334,49 @@ impl VocabIndex {
             c = nodes[c].end as usize;
         }
         let utf8_below = utf8_from.iter().map(|&m| m & 1 == 1).collect();
+        // The well-formed UTF-8 tokens, from one pass over the trie (the
+        // tokens' own byte strings lie all over the heap: reading them took
+        // 10 ms), and the first bytes all of whose tokens are such.
+        let mut free_text_tokens = Bitset::new(logits_size);
+        let mut whole = [0u64; 4];
+        for (b, c) in root_child.iter().enumerate() {
+            if c.is_some() {
+                whole[b / 64] |= 1 << (b % 64);
+            }
+        }
+        {
+            // (subtree end, decoder state) per depth.
+            let mut stack: Vec<(u32, u8)> = Vec::with_capacity(max_token_len + 1);
+            stack.push((nodes[0].end, 0));
+            let mut first = 0u8;
+            let mut i = 1usize;
+            while i < nodes.len() {
+                while i as u32 >= stack.last().unwrap().0 {
+                    stack.pop();
+                }
+                let r = stack.last().unwrap().1;
+                let node = nodes[i];
+                if stack.len() == 1 {
+                    first = node.byte;
+                }
+                let r2 = utf8_next(r, node.byte);
+                if r2 == TEXT_DEAD {
+                    // Broken UTF-8 below: none of these tokens, so not all
+                    // of the first byte's.
+                    whole[first as usize / 64] &= !(1 << (first % 64));
+                    i = node.end as usize;
+                    continue;
+                }
+                for &t in &node_tokens[node.tok_start as usize..node.tok_start as usize + node.tok_len as usize] {
+                    free_text_tokens.words[t as usize >> 5] |= 1 << (t & 31);
+                }
+                if node.end as usize > i + 1 {
+                    stack.push((node.end, r2));
+                }
+                i += 1;
+            }
+        }
+        let free_text_all = Arc::new(FreeTextCover { whole, tokens: free_text_tokens });
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
         let sibling_text: Vec<u16> = (0..nodes.len())
@@ -365,6 +429,9 @@ impl VocabIndex {
             text_run_end,
             text_run_chars,
             utf8_below,
+            free_text_all,
+            root_starts: (0..=255u8).filter_map(|b| root_child[b as usize].map(|c| (c, b))).collect(),
+            free_text_covers: Default::default(),
         };
         // The sets of text tokens a string's walks start from, built now
         // rather than inside a first mask (about 1 MB for Llama-3): every
@@ -401,6 +468,64 @@ impl VocabIndex {
             }
             b
         })
+    }
+
+    /// The tokens that are well-formed UTF-8 (the last character possibly
+    /// incomplete) and hold none of the ASCII bytes `excluded`: from a set
+    /// that free text loops in (all ASCII bytes but `excluded`, and every
+    /// character, lead back to it), each of these tokens is taken (see
+    /// `mask::MaskWalker::free_text_entry`). Built on first need for each
+    /// `excluded` (the set that avoids nothing, less the subtrees of the
+    /// trie's nodes of excluded bytes: a pass over the trie, about 1 ms for
+    /// Llama-3; the tokenizer's warm-up builds the one for `<`) and
+    /// kept: free text mostly avoids the same few bytes (`<` of a tag's
+    /// trigger).
+    pub fn free_text_cover(&self, excluded: [u64; 2]) -> Arc<FreeTextCover> {
+        if excluded == [0, 0] {
+            return self.free_text_all.clone();
+        }
+        if let Ok(covers) = self.free_text_covers.lock() {
+            if let Some((_, c)) = covers.iter().find(|(e, _)| *e == excluded) {
+                return c.clone();
+            }
+        }
+        let mut tokens = self.free_text_all.tokens.clone();
+        let mut whole = self.free_text_all.whole;
+        // Every node of an excluded byte: its subtree's tokens hold it.
+        let mut first = 0u8;
+        let mut i = 1usize;
+        let mut root_end = 0usize;
+        while i < self.nodes.len() {
+            let node = self.nodes[i];
+            if i >= root_end {
+                first = node.byte;
+                root_end = node.end as usize;
+            }
+            if node.byte < 0x80 && excluded[node.byte as usize / 64] >> (node.byte % 64) & 1 == 1 {
+                for &t in self.subtree_tokens(i) {
+                    tokens.words[t as usize >> 5] &= !(1 << (t & 31));
+                }
+                whole[first as usize / 64] &= !(1 << (first % 64));
+                i = node.end as usize;
+            } else {
+                i += 1;
+            }
+        }
+        let cover = Arc::new(FreeTextCover { tokens, whole });
+        if let Ok(mut covers) = self.free_text_covers.lock() {
+            // A few excluded sets recur; a bound keeps odd grammars from
+            // growing the list.
+            if covers.len() < 64 {
+                covers.push((excluded, cover.clone()));
+            }
+        }
+        cover
+    }
+
+    /// The first byte of the tokens below trie node `i` (not the root).
+    pub fn first_byte(&self, i: usize) -> u8 {
+        let k = self.root_starts.partition_point(|&(start, _)| start as usize <= i);
+        self.root_starts[k - 1].1
     }
 
     /// Token ids ending at node `i`.
@@ -551,3 +676,4 @@ mod tests {
     }
 
 }
+
