@@ -15,7 +15,7 @@ use crate::bitset::Bitset;
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, set_all, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::partition::{accept_text_up_to, set_all, utf8_chars_lead_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
 use crate::vocab_index::VocabIndex;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
@@ -369,8 +369,9 @@ impl MaskWalker {
         if firsts[0].count_ones() + firsts[1].count_ones() < 64 {
             return Ok(None);
         }
-        if own == target {
-            // Every character leads the free text's set back to itself.
+        // Multi-byte characters lead the free text's set back to itself;
+        // from a state inside a trigger's first bytes, most fall back too.
+        if own == target || utf8_chars_lead_to(own, target, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)? {
             for b in 0xC2..=0xF4u8 {
                 firsts[b as usize / 64] |= 1 << (b % 64);
             }

@@ -523,13 +523,24 @@ pub(crate) fn utf8_loop_by<S: Copy + Eq + std::hash::Hash, E>(
     if ascii[0].count_ones() + ascii[1].count_ones() < UTF8_LOOP_MIN {
         return Ok(None);
     }
+    Ok(utf8_chars_lead_to(start, start, step, goes_on)?.then_some(ascii))
+}
+
+/// Whether every character of two to four bytes leads `from` to `to`, with
+/// every point met inside a character one that `goes_on`.
+pub(crate) fn utf8_chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
+    from: S,
+    to: S,
+    mut step: impl FnMut(S, u8) -> Result<S, E>,
+    goes_on: impl Fn(S) -> bool,
+) -> Result<bool, E> {
     // Every multi-byte character, by (decoder state, point) pairs.
     let mut todo: Vec<(u8, S)> = Vec::new();
     let mut seen: rustc_hash::FxHashSet<(u8, S)> = Default::default();
     for b in 0xC2..=0xF4u8 {
-        let u = step(start, b)?;
+        let u = step(from, b)?;
         if !goes_on(u) {
-            return Ok(None);
+            return Ok(false);
         }
         todo.push((utf8_next(0, b), u));
     }
@@ -544,17 +555,17 @@ pub(crate) fn utf8_loop_by<S: Copy + Eq + std::hash::Hash, E>(
             }
             let u2 = step(u, b)?;
             if r2 == 0 {
-                if u2 != start {
-                    return Ok(None);
+                if u2 != to {
+                    return Ok(false);
                 }
             } else if !goes_on(u2) {
-                return Ok(None);
+                return Ok(false);
             } else {
                 todo.push((r2, u2));
             }
         }
     }
-    Ok(Some(ascii))
+    Ok(true)
 }
 
 /// [`utf8_loop_by`] of state `t` through interior states (neither finishing
