@@ -227,3 +227,31 @@ def deep_parts():
 @pytest.mark.parametrize("prefix", DEEP_PREFIXES)
 def test_key_masks_deep_in_names_equal_token_acceptance(deep_parts, prefix):
     _assert_mask_after_prefix_is_acceptance(deep_parts, DEEP_SCHEMA, prefix)
+
+
+# Keys that must match an unanchored pattern: text moves a key among a few
+# states (before the pattern's first match and after it, or along its
+# alternatives) that all take every character, so the engine counts the
+# key's text as unbounded (``partition::text_closed``).
+PATTERN_KEYS_SCHEMA = {
+    "type": "object",
+    "patternProperties": {"[a-z]": {"type": "integer"}, "^p([0-9]+)|t$": {"minimum": 0}},
+    "additionalProperties": False,
+}
+PATTERN_KEY_PREFIXES = ['{"', '{"X', '{"Xy', '{"p', '{"p1', '{"at', '{"9', '{"é', '{"a": 1, "']
+
+
+# One character refused anywhere in the key: before and after the first
+# match alike, so the key's text is bounded by nothing but is not every text.
+NO_E_ACUTE_KEYS_SCHEMA = {
+    "type": "object",
+    "patternProperties": {"^[^é]*[a-z][^é]*$": {"type": "integer"}},
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize("prefix", PATTERN_KEY_PREFIXES)
+def test_pattern_key_masks_equal_token_acceptance(parts, prefix):
+    _assert_mask_after_prefix_is_acceptance(parts, PATTERN_KEYS_SCHEMA, prefix)
+    if "é" not in prefix:
+        _assert_mask_after_prefix_is_acceptance(parts, NO_E_ACUTE_KEYS_SCHEMA, prefix)

@@ -587,7 +587,26 @@ fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) ->
         // characters alike, so they are among its skip's bytes (checked
         // first: most states fail here, cheaply).
         let ascii = (0..4).all(|k| ASCII_TEXT[k] & !sk.bytes[k] == 0);
-        (sk.text, sk.text_dead) = if ascii { text_run(a, t, cap, m) } else { (0, false) };
+        (sk.text, sk.text_dead) = if ascii {
+            text_run(a, t, cap, m)
+        } else if let Some(&known) = m.texts.get(&t) {
+            known
+        } else {
+            // Or text moves it among several states that all take every
+            // character (see [`text_closed`]); most states fail at once.
+            let moves = a.state_moves(t);
+            let closed = (0x20..0x80u8).all(|b| !has_byte(&ASCII_TEXT, b) || interior(a, moves.next(b))) && text_closed(a, t, m);
+            // Memoized as `text_run` would have it: a chain that reaches
+            // this state reads it from there.
+            let run = if closed {
+                (u32::MAX, false)
+            } else {
+                let reps = text_reps(a, t, m).to_vec();
+                (0, text_dead(a, t, &reps))
+            };
+            m.texts.insert(t, run);
+            run
+        };
         if let Some(k) = m.skips.get_mut(&t) {
             k.text = sk.text;
             k.text_dead = sk.text_dead;
@@ -707,10 +726,17 @@ fn text_reps<'m>(a: &Automaton, u: StateId, memo: &'m mut Skips) -> &'m [u8] {
 /// was 256 bytes and 64 per state inside a character each, 800 µs of a
 /// first mask).
 fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
-    let mut next: Option<StateId> = None;
+    let mut out = Vec::new();
+    (text_successors(a, u, reps, &mut out) && out.len() == 1).then(|| out[0])
+}
+
+/// Every state that a character of text leads `u` to, into `out` (each
+/// once), when every byte of the way is an interior state; `false`
+/// otherwise (`reps` as in [`text_successor`]).
+fn text_successors(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>) -> bool {
     // (state, decoder state) pairs inside a character.
     let mut inside: Vec<(StateId, u8)> = Vec::new();
-    let step = |w: StateId, r: u8, b: u8, next: &mut Option<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
+    let step = |w: StateId, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
         let r2 = text_next(r, b);
         if r2 == TEXT_DEAD {
             return true;
@@ -720,7 +746,10 @@ fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
             return false;
         }
         if r2 == 0 {
-            *next.get_or_insert(w2) == w2
+            if !out.contains(&w2) {
+                out.push(w2);
+            }
+            out.len() <= 64
         } else {
             if !inside.contains(&(w2, r2)) {
                 inside.push((w2, r2));
@@ -729,8 +758,8 @@ fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
         }
     };
     for &b in reps {
-        if !step(u, 0, b, &mut next, &mut inside) {
-            return None;
+        if !step(u, 0, b, out, &mut inside) {
+            return false;
         }
     }
     let continuation = reps.iter().copied().filter(|b| (0x80..=0xBF).contains(b));
@@ -739,12 +768,47 @@ fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
         let (w, r) = inside[k];
         k += 1;
         for b in continuation.clone() {
-            if !step(w, r, b, &mut next, &mut inside) {
-                return None;
+            if !step(w, r, b, out, &mut inside) {
+                return false;
             }
         }
     }
-    next
+    true
+}
+
+/// Most states [`text_closed`] follows: the automata it is for have a few
+/// (a key before and after its pattern's first match), and a key of many
+/// names' prefixes would make every walk of its states follow all of them.
+const TEXT_CLOSED_MAX: usize = 16;
+
+/// Whether every text of any length leads `u` through interior states
+/// only, although its characters lead to several states: the states that
+/// text leads `u` to (at most [`TEXT_CLOSED_MAX`]) each take every
+/// character into one of them. A key that must match an unanchored pattern (`[a-z]`: before the
+/// first letter and after it) or any pattern at all (`^.*$`) is such a set;
+/// its first key mask walked the whole trie (1–2.5 ms).
+fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
+    let mut set = vec![u];
+    let mut out = Vec::new();
+    let mut k = 0;
+    while k < set.len() {
+        let w = set[k];
+        k += 1;
+        let reps = text_reps(a, w, memo).to_vec();
+        out.clear();
+        if !text_successors(a, w, &reps, &mut out) || out.is_empty() {
+            return false;
+        }
+        for &x in &out {
+            if !set.contains(&x) {
+                if set.len() == TEXT_CLOSED_MAX {
+                    return false;
+                }
+                set.push(x);
+            }
+        }
+    }
+    true
 }
 
 /// Whether no character of text has a way out of `u`: every byte that
@@ -782,7 +846,7 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool
         let reps = text_reps(a, cur, memo).to_vec();
         match text_successor(a, cur, &reps) {
             None => {
-                let end = (0, text_dead(a, cur, &reps));
+                let end = if text_closed(a, cur, memo) { (u32::MAX, false) } else { (0, text_dead(a, cur, &reps)) };
                 memo.texts.insert(cur, end);
                 break end;
             }
