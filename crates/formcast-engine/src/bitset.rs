@@ -1,5 +1,12 @@
 //! A fixed-size bitset in 32-bit words, the layout of a token bitmask row.
 
+/// Whether byte `b` is in the byte set `set` (bit `b % 64` of word
+/// `b / 64`; a set of two words holds ASCII bytes only).
+#[inline]
+pub fn has_byte(set: &[u64], b: u8) -> bool {
+    set.get(b as usize / 64).is_some_and(|w| w >> (b % 64) & 1 == 1)
+}
+
 /// Bits `0..len`, stored little-endian in `u32` words (bit `i` is bit
 /// `i % 32` of word `i / 32`), exactly like one row of the int32 bitmask.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -125,6 +125,24 @@ impl CompiledGrammar {
         Self::compile(grammar, vocab, &CompileOptions::default(), &Budget::new(timeout, None))
     }
 
+    /// Computes the partitions of the states met between whole ASCII
+    /// characters (those a token boundary usually falls on), not every
+    /// UTF-8 middle; `before` runs before each (a warm-up waits there for
+    /// foreground work).
+    pub fn partitions_between_ascii(&self, before: impl Fn()) {
+        let a = &self.automaton;
+        let mut seen = vec![false; a.n_states()];
+        let mut todo: Vec<StateId> = a.rule_start.clone();
+        while let Some(s) = todo.pop() {
+            if s == crate::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
+                continue;
+            }
+            before();
+            self.partition(s);
+            todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
+        }
+    }
+
     /// The partition of state `s`, computed on first use.
     pub fn partition(&self, s: StateId) -> Arc<Partition> {
         let chunk = self.partitions[s as usize / PARTITION_CHUNK].get_or_init(|| {

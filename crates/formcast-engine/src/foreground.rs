@@ -44,19 +44,30 @@ fn preempted() -> &'static Arc<AtomicBool> {
     FLAG.get_or_init(|| Arc::new(AtomicBool::new(false)))
 }
 
+/// Foreground work begins: busy, and the background step in flight is
+/// cancelled.
+fn begin_work() {
+    epoch();
+    BUSY.fetch_add(1, Ordering::SeqCst);
+    preempted().store(true, Ordering::SeqCst);
+}
+
+/// Foreground work ends: the quiet time counts from now.
+fn end_work() {
+    LAST_END_US.store(now_us(), Ordering::SeqCst);
+    BUSY.fetch_sub(1, Ordering::SeqCst);
+}
+
 impl Foreground {
     pub fn begin() -> Foreground {
-        epoch();
-        BUSY.fetch_add(1, Ordering::SeqCst);
-        preempted().store(true, Ordering::SeqCst);
+        begin_work();
         Foreground(())
     }
 }
 
 impl Drop for Foreground {
     fn drop(&mut self) {
-        LAST_END_US.store(now_us(), Ordering::SeqCst);
-        BUSY.fetch_sub(1, Ordering::SeqCst);
+        end_work();
         let mut done = DONE.lock().unwrap_or_else(|e| e.into_inner());
         *done += 1;
         DONE_CHANGED.notify_all();
@@ -75,17 +86,14 @@ pub struct MaskWork(());
 
 impl MaskWork {
     pub fn begin() -> MaskWork {
-        epoch();
-        BUSY.fetch_add(1, Ordering::SeqCst);
-        preempted().store(true, Ordering::SeqCst);
+        begin_work();
         MaskWork(())
     }
 }
 
 impl Drop for MaskWork {
     fn drop(&mut self) {
-        LAST_END_US.store(now_us(), Ordering::SeqCst);
-        BUSY.fetch_sub(1, Ordering::SeqCst);
+        end_work();
     }
 }
 

@@ -11,11 +11,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::automaton::{flags, Automaton};
-use crate::bitset::Bitset;
+use crate::bitset::{has_byte, Bitset};
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, set_all, utf8_chars_lead_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::partition::{accept_text_up_to, clear_all, set_all, utf8_chars_lead_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
 use crate::vocab_index::VocabIndex;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
@@ -362,7 +362,7 @@ impl MaskWalker {
         let mut firsts = [0u64; 4];
         for b in 0..0x80u8 {
             let k = b as usize / 64;
-            if loop_ascii[k] >> (b % 64) & 1 == 1 && self.step(a, arena, sc, own, b)? == target {
+            if has_byte(&loop_ascii, b) && self.step(a, arena, sc, own, b)? == target {
                 firsts[k] |= 1 << (b % 64);
             }
         }
@@ -464,13 +464,10 @@ impl MaskWalker {
                 // (none of the cover starts with an excluded or a byte that
                 // no character starts with).
                 for b in 0..=255u8 {
-                    let k = b as usize / 64;
-                    let never = if b < 0x80 { ft.excluded[k] >> (b % 64) & 1 == 1 } else { !(0xC2..=0xF4).contains(&b) };
-                    if ft.firsts[k] >> (b % 64) & 1 == 0 && !never {
+                    let never = if b < 0x80 { has_byte(&ft.excluded, b) } else { !(0xC2..=0xF4).contains(&b) };
+                    if !has_byte(&ft.firsts, b) && !never {
                         if let Some(c) = v.root_child[b as usize] {
-                            for &t in v.subtree_tokens(c as usize) {
-                                tokens.words[t as usize >> 5] &= !(1 << (t & 31));
-                            }
+                            clear_all(&mut tokens, v.subtree_tokens(c as usize));
                         }
                     }
                 }
@@ -616,7 +613,7 @@ impl MaskWalker {
                 continue;
             }
             if node.end as usize > i + 1 {
-                let path_in_cover = in_cover && node.byte < 0x80 && cover.is_some_and(|ft| ft.excluded[node.byte as usize / 64] >> (node.byte % 64) & 1 == 0);
+                let path_in_cover = in_cover && node.byte < 0x80 && cover.is_some_and(|ft| !has_byte(&ft.excluded, node.byte));
                 self.frames.push((node.end, t, path_in_cover));
             }
             i += 1;
@@ -633,9 +630,6 @@ impl MaskWalker {
 fn free_text_takes(v: &VocabIndex, ft: &FreeText, i: usize) -> bool {
     let b = v.nodes[i].byte;
     let below = &v.below[i];
-    b < 0x80 && ft.excluded[b as usize / 64] >> (b % 64) & 1 == 0 && v.utf8_below[i] && below[0] & ft.excluded[0] == 0 && below[1] & ft.excluded[1] == 0
+    b < 0x80 && !has_byte(&ft.excluded, b) && v.utf8_below[i] && below[0] & ft.excluded[0] == 0 && below[1] & ft.excluded[1] == 0
 }
 
-fn has_byte(set: &[u64; 4], b: u8) -> bool {
-    set[b as usize / 64] >> (b % 64) & 1 == 1
-}

@@ -116,7 +116,8 @@ fn main() {
 }
 
 /// What the Python extension's tokenizer does before it is handed out
-/// (formcast-py's `warm_strings`): the partitions of an unbounded string's,
+/// (formcast-py's `warm_strings`): the free-text cover that avoids `<`, the
+/// partitions of an unbounded string's,
 /// the built-in JSON grammar's and an open object's states between ASCII
 /// characters, and a bounded string decoded past its first block. PREWARM=1 runs it before
 /// each job, so that masks are timed as the extension sees them.
@@ -125,18 +126,9 @@ fn prewarm(index: &Arc<VocabIndex>) {
     let compile = |g: &formcast_grammar::Grammar| CompiledGrammar::compile(g, index.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
     let string = json_schema_str_to_grammar(r#"{"type": "string"}"#, &opts).unwrap().0;
     let object = json_schema_str_to_grammar(r#"{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}"#, &opts).unwrap().0;
+    index.free_text_cover([1 << b'<', 0]);
     for g in [string, formcast_grammar::json::builtin_json_grammar(), object] {
-        let cg = compile(&g);
-        let a = &cg.automaton;
-        let mut seen = vec![false; a.n_states()];
-        let mut todo: Vec<u32> = a.rule_start.clone();
-        while let Some(s) = todo.pop() {
-            if s == formcast_engine::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
-                continue;
-            }
-            cg.partition(s);
-            todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
-        }
+        compile(&g).partitions_between_ascii(|| ());
     }
     let g = json_schema_str_to_grammar(r#"{"type": "string", "minLength": 1, "maxLength": 100}"#, &opts).unwrap().0;
     let mut m = Matcher::new(Arc::new(compile(&g)), false, None).unwrap();

@@ -97,7 +97,7 @@ fn warm_strings(index: &Arc<VocabIndex>) -> Option<Arc<formcast_engine::Compiled
     let (string, object) = (schema(STRING_SCHEMA), schema(OPEN_OBJECT_SCHEMA));
     for grammar in string.into_iter().chain([formcast_grammar::json::builtin_json_grammar()]).chain(object) {
         if let Some(cg) = compile_unbounded(index, &grammar) {
-            partitions_between_ascii(&cg, || ());
+            cg.partitions_between_ascii(|| ());
         }
     }
     let (grammar, _) = formcast_jsonschema::json_schema_str_to_grammar(BOUNDED_STRING_SCHEMA, &opts).ok()?;
@@ -114,23 +114,6 @@ fn warm_strings(index: &Arc<VocabIndex>) -> Option<Arc<formcast_engine::Compiled
         }
     }
     Some(cg)
-}
-
-/// Computes the partitions of the states of `cg` met between whole ASCII
-/// characters (those a token boundary usually falls on), not every UTF-8
-/// middle; `before` runs before each.
-fn partitions_between_ascii(cg: &formcast_engine::CompiledGrammar, before: impl Fn()) {
-    let a = &cg.automaton;
-    let mut seen = vec![false; a.n_states()];
-    let mut todo: Vec<u32> = a.rule_start.clone();
-    while let Some(s) = todo.pop() {
-        if s == formcast_engine::automaton::DEAD || std::mem::replace(&mut seen[s as usize], true) {
-            continue;
-        }
-        before();
-        cg.partition(s);
-        todo.extend((0x20u8..0x7f).map(|b| a.next(s, b)));
-    }
 }
 
 /// String formats whose automata take milliseconds to build: compiled once
@@ -200,7 +183,7 @@ fn prewarm_in_background(bounded: Option<Arc<formcast_engine::CompiledGrammar>>)
             // schema's first mask seldom needs a string partition.
             formcast_engine::foreground::wait_for_work_after(0);
             if let Some(cg) = bounded {
-                partitions_between_ascii(&cg, idle);
+                cg.partitions_between_ascii(idle);
             }
         });
     });
