@@ -15,7 +15,7 @@ use crate::bitset::{has_byte, Bitset};
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, clear_all, set_all, utf8_chars_lead_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::partition::{accept_text_up_to, clear_all, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
 use crate::vocab_index::VocabIndex;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
@@ -121,7 +121,7 @@ pub struct MaskWalker {
     /// Per set, once needed: the ASCII bytes that lead it back to itself
     /// when every other character does too (a UTF-8 character through
     /// sets that go on to its end), else none (see [`MaskWalker::utf8_loop`]).
-    utf8_loops: Vec<Option<Option<[u64; 2]>>>,
+    utf8_loops: Vec<Option<Option<[u64; 4]>>>,
     /// (subtree end, set, whether the path from the root is in the item's
     /// free-text cover: ASCII without an excluded byte) per depth.
     frames: Vec<(u32, u32, bool)>,
@@ -143,7 +143,7 @@ pub struct MaskWalker {
 #[derive(Clone, Copy, Debug)]
 struct FreeText {
     firsts: [u64; 4],
-    excluded: [u64; 2],
+    excluded: [u64; 4],
 }
 
 /// Items with fewer frontier nodes are not checked for free text (the
@@ -264,9 +264,9 @@ impl MaskWalker {
         if !v.utf8_below[i] {
             return Ok(false);
         }
-        let Some(ascii) = self.utf8_loop(a, arena, sc, set)? else { return Ok(false) };
+        let Some(bytes) = self.utf8_loop(a, arena, sc, set)? else { return Ok(false) };
         let below = v.below[i];
-        Ok(below[0] & !ascii[0] == 0 && below[1] & !ascii[1] == 0)
+        Ok((0..4).all(|k| below[k] & !bytes[k] == 0))
     }
 
     /// The set's [`utf8_loop_by`] through sets that are neither dead nor
@@ -274,7 +274,7 @@ impl MaskWalker {
     /// finish and loops on many ASCII bytes (the skips of interior states,
     /// see `skips_subtree`, already take their subtrees, and most sets are
     /// not free text).
-    fn utf8_loop(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32) -> Result<Option<[u64; 2]>, EngineError> {
+    fn utf8_loop(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32) -> Result<Option<[u64; 4]>, EngineError> {
         if let Some(known) = self.utf8_loops[set as usize] {
             return Ok(known);
         }
@@ -340,7 +340,7 @@ impl MaskWalker {
         if own == EMPTY {
             return Ok(None);
         }
-        let (target, loop_ascii) = match self.utf8_loop(a, arena, sc, own)? {
+        let (target, loop_bytes) = match self.utf8_loop(a, arena, sc, own)? {
             Some(l) => (own, l),
             None => {
                 let mut found = None;
@@ -362,21 +362,23 @@ impl MaskWalker {
         let mut firsts = [0u64; 4];
         for b in 0..0x80u8 {
             let k = b as usize / 64;
-            if has_byte(&loop_ascii, b) && self.step(a, arena, sc, own, b)? == target {
+            if has_byte(&loop_bytes, b) && self.step(a, arena, sc, own, b)? == target {
                 firsts[k] |= 1 << (b % 64);
             }
         }
         if firsts[0].count_ones() + firsts[1].count_ones() < 64 {
             return Ok(None);
         }
-        // Multi-byte characters lead the free text's set back to itself;
-        // from a state inside a trigger's first bytes, most fall back too.
-        if own == target || utf8_chars_lead_to(own, target, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)? {
-            for b in 0xC2..=0xF4u8 {
-                firsts[b as usize / 64] |= 1 << (b % 64);
-            }
-        }
-        Ok(Some(FreeText { firsts, excluded: [!loop_ascii[0], !loop_ascii[1]] }))
+        // Multi-byte characters lead the free text's set back to itself
+        // (those of its lead bytes); from a state inside a trigger's first
+        // bytes, most fall back too.
+        let leads = if own == target {
+            loop_bytes
+        } else {
+            utf8_leads_to(own, target, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?
+        };
+        firsts[3] |= leads[3] & !free_text_excluded(&loop_bytes)[3];
+        Ok(Some(FreeText { firsts, excluded: free_text_excluded(&loop_bytes) }))
     }
 
     /// Frontier run `f[a0..b0]` of `part` resolved for the set `start` its
@@ -464,7 +466,7 @@ impl MaskWalker {
                 // (none of the cover starts with an excluded or a byte that
                 // no character starts with).
                 for b in 0..=255u8 {
-                    let never = if b < 0x80 { has_byte(&ft.excluded, b) } else { !(0xC2..=0xF4).contains(&b) };
+                    let never = has_byte(&ft.excluded, b) || (b >= 0x80 && !(0xC2..=0xF4).contains(&b));
                     if !has_byte(&ft.firsts, b) && !never {
                         if let Some(c) = v.root_child[b as usize] {
                             clear_all(&mut tokens, v.subtree_tokens(c as usize));
@@ -630,6 +632,6 @@ impl MaskWalker {
 fn free_text_takes(v: &VocabIndex, ft: &FreeText, i: usize) -> bool {
     let b = v.nodes[i].byte;
     let below = &v.below[i];
-    b < 0x80 && !has_byte(&ft.excluded, b) && v.utf8_below[i] && below[0] & ft.excluded[0] == 0 && below[1] & ft.excluded[1] == 0
+    b < 0x80 && !has_byte(&ft.excluded, b) && v.utf8_below[i] && (0..4).all(|k| below[k] & ft.excluded[k] == 0)
 }
 

@@ -246,11 +246,13 @@ pub struct SkipMemo(Mutex<Skips>);
 #[derive(Debug, Default)]
 struct Skips {
     skips: FxHashMap<StateId, Skip>,
+    /// Per state: its [`closed_bytes`].
+    closed: FxHashMap<StateId, Option<[u64; 4]>>,
     texts: FxHashMap<StateId, (u32, bool)>,
     /// Per table of the automaton: its [`text_reps`].
     text_reps: FxHashMap<usize, Vec<u8>>,
-    /// Per state: its UTF-8 loop's ASCII bytes, if any (see [`utf8_loop`]).
-    utf8: FxHashMap<StateId, Option<[u64; 2]>>,
+    /// Per state: its free text's bytes, if any (see [`utf8_loop`]).
+    utf8: FxHashMap<StateId, Option<[u64; 4]>>,
 }
 
 impl SkipMemo {
@@ -264,7 +266,7 @@ impl SkipMemo {
             if !interior(a, t) {
                 continue;
             }
-            let mut sk = skip_of(a, t, &mut m.skips);
+            let mut sk = skip_of(a, t, &mut m);
             text_of(a, t, &mut sk, v.max_token_len as u32, &mut m);
             if sk.run > 0 || sk.text > 0 {
                 out.push(sk);
@@ -405,9 +407,30 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     // (node, state of `s`, state of `r`) of interior nodes whose children
     // are compared; the first level by `diff`.
     let mut work: Vec<(usize, StateId, StateId)> = Vec::new();
-    let mut compare = |c: usize, sp: StateId, rp: StateId, work: &mut Vec<(usize, StateId, StateId)>, accept: &mut Bitset, cut: &mut Vec<(u32, u32)>, fresh: &mut Vec<(u32, StateId)>| {
+    let mut m = memo.take();
+    // Whether state `t` takes the subtree below node `c` whole.
+    let takes_whole = |t: StateId, c: usize, m: &mut Skips| {
+        let sk = skip_of(a, t, m);
+        sk.takes_bytes(v, c) || closed_takes(a, v, t, &sk, c, m)
+    };
+    let mut compare = |c: usize, sp: StateId, rp: StateId, work: &mut Vec<(usize, StateId, StateId)>, accept: &mut Bitset, cut: &mut Vec<(u32, u32)>, fresh: &mut Vec<(u32, StateId)>, m: &mut Skips| {
         let byte = v.nodes[c].byte;
         let (sc, rc) = (a.next(sp, byte), a.next(rp, byte));
+        if sc == rc {
+            return;
+        }
+        // A subtree that `s`'s state takes whole (every path below on
+        // interior states) holds only tokens of `s`; the reference's too
+        // when its state takes it whole. Without this, two states that
+        // stay apart (a host name's and a path's, inside one pattern) were
+        // compared node by node over the whole subtree.
+        if v.nodes[c].end as usize - c >= CLOSED_MIN_NODES && interior(a, sc) && takes_whole(sc, c, m) {
+            if !(interior(a, rc) && takes_whole(rc, c, m)) && !same_future(a, sc, rc, 3, &mut budget) {
+                set_all(accept, v.subtree_tokens(c));
+                cut.push((c as u32, v.nodes[c].end));
+            }
+            return;
+        }
         if same_future(a, sc, rc, 3, &mut budget) {
             return;
         }
@@ -417,23 +440,24 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
         }
         clear_all(accept, v.subtree_tokens(c));
         cut.push((c as u32, v.nodes[c].end));
-        fresh.extend(walk_into(a, v, sp, |t| t, memo, Some(c), (0, false), None, accept));
+        fresh.extend(walk_into(a, v, sp, |t| t, m, Some(c), (0, false), None, accept));
     };
     let mut i = 1usize;
     while i < v.nodes.len() {
         let node = v.nodes[i];
         if has_byte(diff, node.byte) {
-            compare(i, s, r, &mut work, &mut accept, &mut cut, &mut fresh);
+            compare(i, s, r, &mut work, &mut accept, &mut cut, &mut fresh, &mut m);
         }
         i = node.end as usize;
     }
     while let Some((n, sn, rn)) = work.pop() {
         let mut c = n + 1;
         while c < v.nodes[n].end as usize {
-            compare(c, sn, rn, &mut work, &mut accept, &mut cut, &mut fresh);
+            compare(c, sn, rn, &mut work, &mut accept, &mut cut, &mut fresh, &mut m);
             c = v.nodes[c].end as usize;
         }
     }
+    memo.give_back(m);
     cut.sort_unstable();
     let inside_cut = |n: u32| {
         let k = cut.partition_point(|&(lo, _)| lo <= n);
@@ -499,43 +523,96 @@ impl Skip {
 /// back to itself for it to be checked as free text ([`utf8_loop_by`]).
 pub(crate) const UTF8_LOOP_MIN: u32 = 64;
 
-/// The ASCII bytes that `step` leads `start` back to itself on, when at
-/// least [`UTF8_LOOP_MIN`] do and so does every character of two to four
-/// bytes, with every point met inside a character one that `goes_on`: the
-/// shape of free text that avoids a few ASCII bytes (text before
-/// `</think>`). A subtree of well-formed UTF-8 whose ASCII bytes are among
-/// them then leads back to `start` character by character
+/// Most lead bytes (of the 51, C2–F4) whose characters may fail to lead a
+/// free-text state back to itself ([`utf8_loop_by`]).
+const UTF8_LEADS_MISSING_MAX: u32 = 8;
+
+/// The lead bytes of well-formed UTF-8 (C2–F4).
+const UTF8_LEADS: [u64; 4] = [0, 0, 0, 0x001F_FFFF_FFFF_FFFC];
+
+/// The continuation bytes (80–BF).
+const UTF8_CONTINUATIONS: [u64; 4] = [0, 0, !0, 0];
+
+/// The bytes of free text from `start`, when there are enough: the ASCII
+/// bytes that `step` leads `start` back to itself on (at least
+/// [`UTF8_LOOP_MIN`]), the lead bytes all of whose characters lead it back
+/// with every point met inside a character one that `goes_on` (all but at
+/// most [`UTF8_LEADS_MISSING_MAX`]), and the continuation bytes. That is
+/// the shape of free text that avoids a few ASCII bytes (text before
+/// `</think>`) or a few characters (ECMA-262's `.`, which refuses U+2028
+/// and U+2029, lead E2). A subtree of well-formed UTF-8 all of whose bytes
+/// are among them then leads back to `start` character by character
 /// ([`VocabIndex::utf8_below`]). Shared by the partition walk (automaton
 /// states) and the mask walk (parser sets).
 pub(crate) fn utf8_loop_by<S: Copy + Eq + std::hash::Hash, E>(
     start: S,
     mut step: impl FnMut(S, u8) -> Result<S, E>,
     goes_on: impl Fn(S) -> bool,
-) -> Result<Option<[u64; 2]>, E> {
-    let mut ascii = [0u64; 2];
+) -> Result<Option<[u64; 4]>, E> {
+    let mut bytes = [0u64; 4];
     for b in 0..0x80u8 {
         if step(start, b)? == start {
-            ascii[b as usize / 64] |= 1 << (b % 64);
+            bytes[b as usize / 64] |= 1 << (b % 64);
         }
     }
-    if ascii[0].count_ones() + ascii[1].count_ones() < UTF8_LOOP_MIN {
+    if bytes[0].count_ones() + bytes[1].count_ones() < UTF8_LOOP_MIN {
         return Ok(None);
     }
-    Ok(utf8_chars_lead_to(start, start, step, goes_on)?.then_some(ascii))
+    let leads = utf8_leads_to(start, start, step, goes_on)?;
+    if byte_count(&UTF8_LEADS) - byte_count(&leads) > UTF8_LEADS_MISSING_MAX {
+        return Ok(None);
+    }
+    or_into(&mut bytes, &leads);
+    or_into(&mut bytes, &UTF8_CONTINUATIONS);
+    Ok(Some(bytes))
 }
 
-/// Whether every character of two to four bytes leads `from` to `to`, with
-/// every point met inside a character one that `goes_on`.
-pub(crate) fn utf8_chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
+/// The bytes of free text that are not among `loop_bytes` (see
+/// [`utf8_loop_by`]): ASCII bytes and lead bytes, those a cover of free
+/// text excludes ([`VocabIndex::free_text_cover`]).
+pub(crate) fn free_text_excluded(loop_bytes: &[u64; 4]) -> [u64; 4] {
+    [!loop_bytes[0], !loop_bytes[1], 0, UTF8_LEADS[3] & !loop_bytes[3]]
+}
+
+/// The lead bytes all of whose characters lead `from` to `to`, with every
+/// point met inside a character one that `goes_on`. All of them are
+/// followed together first (characters share most of their points); only
+/// when that fails is each lead followed alone.
+pub(crate) fn utf8_leads_to<S: Copy + Eq + std::hash::Hash, E>(
     from: S,
     to: S,
     mut step: impl FnMut(S, u8) -> Result<S, E>,
     goes_on: impl Fn(S) -> bool,
-) -> Result<bool, E> {
-    // Every multi-byte character, by (decoder state, point) pairs.
-    let mut todo: Vec<(u8, S)> = Vec::new();
+) -> Result<[u64; 4], E> {
     let mut seen: rustc_hash::FxHashSet<(u8, S)> = Default::default();
+    let mut todo: Vec<(u8, S)> = Vec::new();
+    if chars_lead_to(from, to, 0xC2..=0xF4, &mut step, &goes_on, &mut seen, &mut todo)? {
+        return Ok(UTF8_LEADS);
+    }
+    let mut leads = [0u64; 4];
     for b in 0xC2..=0xF4u8 {
+        seen.clear();
+        todo.clear();
+        if chars_lead_to(from, to, b..=b, &mut step, &goes_on, &mut seen, &mut todo)? {
+            leads[b as usize / 64] |= 1 << (b % 64);
+        }
+    }
+    Ok(leads)
+}
+
+/// Whether every character whose lead byte is in `leads` leads `from` to
+/// `to` (see [`utf8_leads_to`]); `seen` and `todo` are scratch.
+fn chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
+    from: S,
+    to: S,
+    leads: std::ops::RangeInclusive<u8>,
+    step: &mut impl FnMut(S, u8) -> Result<S, E>,
+    goes_on: &impl Fn(S) -> bool,
+    seen: &mut rustc_hash::FxHashSet<(u8, S)>,
+    todo: &mut Vec<(u8, S)>,
+) -> Result<bool, E> {
+    // The characters, by (decoder state, point) pairs.
+    for b in leads {
         let u = step(from, b)?;
         if !goes_on(u) {
             return Ok(false);
@@ -568,7 +645,7 @@ pub(crate) fn utf8_chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
 
 /// [`utf8_loop_by`] of state `t` through interior states (neither finishing
 /// nor calling), memoized in `m`.
-fn utf8_loop(a: &Automaton, t: StateId, m: &mut Skips) -> Option<[u64; 2]> {
+fn utf8_loop(a: &Automaton, t: StateId, m: &mut Skips) -> Option<[u64; 4]> {
     if let Some(&known) = m.utf8.get(&t) {
         return known;
     }
@@ -616,10 +693,106 @@ fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) ->
 /// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
 const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
 
-/// The skip of state `t` (memoized in `memo`): its bytes are those leading
+/// Subtrees at least this large that a state's skip does not take whole
+/// are checked against the bytes of a closed set of states
+/// ([`closed_takes`]).
+const CLOSED_MIN_NODES: usize = 64;
+
+/// Whether state `t` (its skip `sk`) takes the whole subtree below trie
+/// node `i` by the bytes of a small set of states closed under them
+/// ([`closed_bytes`]), for a large subtree: asked only where the skip
+/// failed, since following the set costs more than most subtrees.
+fn closed_takes(a: &Automaton, v: &VocabIndex, t: StateId, sk: &Skip, i: usize, m: &mut Skips) -> bool {
+    v.nodes[i].end as usize - i >= CLOSED_MIN_NODES && closed_bytes(a, t, sk, &mut m.closed).is_some_and(|b| (0..4).all(|k| v.below[i][k] & !b[k] == 0))
+}
+
+/// Most states [`closed_bytes`] follows.
+const CLOSED_MAX: usize = 128;
+
+/// Bytes that lead every state of a small set holding `t` (at most
+/// [`CLOSED_MAX`]) into the set, all of whose states are interior: any
+/// path of them from `t` stays interior, however long. Only bytes that
+/// skip more than `chain` (`t`'s [`chain_skip`]) are of use: more of them,
+/// or as many with no end to the run.
+///
+/// Why: a pattern whose parts overlap (`^([a-z.-]+)\.([a-z.]{2,6})([/\w
+/// .-]*)$`: a host name, its last label counted, a path) moves among tens
+/// of states on the bytes of a word, none looping on them all; each of its
+/// states had a skip of one label's letters, and the walks of its first
+/// masks went down every subtree holding a digit or a period (1–2 ms).
+///
+/// The set is grown breadth-first while the bytes shrink (a state reached
+/// on a byte dropped later stays in, which can only drop more: the result
+/// is sound). Every state of the set that takes exactly those bytes gets
+/// them too (no set can give it more), so a family of states is followed
+/// once. Once the bytes are of no use, or the set is too large, none of
+/// its states is tried again (a bounded string's chain would be followed
+/// from each of its states). Memoized in `known` (`None`: none of use).
+fn closed_bytes(a: &Automaton, t: StateId, chain: &Skip, known: &mut FxHashMap<StateId, Option<[u64; 4]>>) -> Option<[u64; 4]> {
+    if let Some(&k) = known.get(&t) {
+        return k;
+    }
+    let of_use = |bytes: &[u64; 4]| {
+        byte_count(bytes) > byte_count(&chain.bytes) || (chain.run != u32::MAX && (0..4).all(|j| chain.bytes[j] & !bytes[j] == 0))
+    };
+    let takes_of = |w: StateId| {
+        let mut takes = [0u64; 4];
+        for (u, bits) in a.state_moves(w).by_class() {
+            if interior(a, u) {
+                or_into(&mut takes, bits);
+            }
+        }
+        takes
+    };
+    // Most states fail here: they take no more than their chain.
+    if !of_use(&takes_of(t)) {
+        known.insert(t, None);
+        return None;
+    }
+    // The states of the set, with the bytes leading each to interior states.
+    let mut set: Vec<(StateId, [u64; 4])> = vec![(t, [0; 4])];
+    let mut members: rustc_hash::FxHashSet<StateId> = Default::default();
+    members.insert(t);
+    let mut bytes = [u64::MAX; 4];
+    let mut k = 0;
+    while k < set.len() {
+        let w = set[k].0;
+        let takes = takes_of(w);
+        set[k].1 = takes;
+        for j in 0..4 {
+            bytes[j] &= takes[j];
+        }
+        k += 1;
+        let mut give_up = !of_use(&bytes);
+        if !give_up {
+            for (u, bits) in a.state_moves(w).by_class() {
+                if interior(a, u) && (0..4).any(|j| bits[j] & bytes[j] != 0) && members.insert(u) {
+                    set.push((u, [0; 4]));
+                }
+            }
+            give_up = set.len() > CLOSED_MAX;
+        }
+        if give_up {
+            for &(w, _) in &set {
+                known.insert(w, None);
+            }
+            return None;
+        }
+    }
+    for &(w, takes) in &set {
+        if takes == bytes {
+            known.insert(w, Some(bytes));
+        }
+    }
+    known.insert(t, Some(bytes));
+    Some(bytes)
+}
+
+/// The skip of state `t` (memoized in `m`): its bytes are those leading
 /// to its most common interior successor (itself when it loops), its run
 /// one more than the successor's when the successor's bytes include them.
-fn skip_of(a: &Automaton, t: StateId, memo: &mut FxHashMap<StateId, Skip>) -> Skip {
+fn skip_of(a: &Automaton, t: StateId, m: &mut Skips) -> Skip {
+    let memo = &mut m.skips;
     if let Some(&k) = memo.get(&t) {
         return k;
     }
@@ -1021,13 +1194,12 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     // `n` characters: the vocabulary's set of them is copied in, and the
     // walk skips what it covers instead of adding token after token (a
     // string body's partition is most of the vocabulary).
+    let mut m = memo.take();
     let mut covered = 0;
     let mut cover_dead = false;
     if interior(a, s) {
-        let mut m = memo.take();
-        let mut sk = skip_of(a, s, &mut m.skips);
+        let mut sk = skip_of(a, s, &mut m);
         let run = text_of(a, s, &mut sk, v.max_token_len as u32, &mut m);
-        memo.give_back(m);
         // Only where the walk would keep a bitset anyway: fewer tokens are
         // cheaper as a list (the last characters of a bounded string).
         if run > 0 && v.text_up_to_len(run) >= v.logits_size.div_ceil(32) {
@@ -1044,16 +1216,14 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     // adding tokens one by one).
     let mut free = None;
     if covered == 0 && interior(a, s) {
-        let mut m = memo.take();
-        let l = utf8_loop(a, s, &mut m);
-        memo.give_back(m);
-        if let Some(ascii) = l {
-            let excluded = [!ascii[0], !ascii[1]];
+        if let Some(l) = utf8_loop(a, s, &mut m) {
+            let excluded = free_text_excluded(&l);
             accept.bits = Some(v.free_text_cover(excluded).tokens.clone());
             free = Some(excluded);
         }
     }
-    let frontier = walk_into(a, v, s, exit_id, memo, None, (covered, cover_dead), free, &mut accept);
+    let frontier = walk_into(a, v, s, exit_id, &mut m, None, (covered, cover_dead), free, &mut accept);
+    memo.give_back(m);
     (accept.into_stored(), frontier)
 }
 
@@ -1070,15 +1240,14 @@ fn walk_into(
     v: &VocabIndex,
     s: StateId,
     exit_id: impl Fn(StateId) -> u32,
-    memo: &SkipMemo,
+    memo_now: &mut Skips,
     subtree: Option<usize>,
     (covered, cover_dead): (u32, bool),
-    free: Option<[u64; 2]>,
+    free: Option<[u64; 4]>,
     accept: &mut impl Sink,
 ) -> Vec<(u32, u32)> {
     let nodes = &v.nodes;
     let mut frontier = Vec::new();
-    let mut memo_now = memo.take();
     // Text runs past the longest token are never needed.
     let cap = v.max_token_len as u32;
     // The last state's skip: consecutive nodes often share their state.
@@ -1090,7 +1259,7 @@ fn walk_into(
     let top = subtree.map_or(nodes[0].end, |c| nodes[c].end);
     // With `free`, per depth too: the UTF-8 decoder state of the path from
     // the root while it holds no excluded byte (its tokens are in `accept`).
-    let excluded = free.unwrap_or([0, 0]);
+    let excluded = free.unwrap_or([0; 4]);
     let mut stack: Vec<(u32, StateId, u8, u32, u8)> = vec![(top, s, root_text, 0, if free.is_some() { 0 } else { TEXT_DEAD })];
     let mut scratch = Vec::new();
     let total = nodes.len();
@@ -1129,7 +1298,7 @@ fn walk_into(
             utf8_next(free_at, node.byte)
         };
         if free_here != TEXT_DEAD {
-            if free_here == 0 && v.utf8_below[i] && v.below[i][0] & excluded[0] == 0 && v.below[i][1] & excluded[1] == 0 {
+            if free_here == 0 && v.utf8_below[i] && (0..4).all(|k| v.below[i][k] & excluded[k] == 0) {
                 // The whole subtree is free text of the cover.
                 i = node.end as usize;
                 continue;
@@ -1197,21 +1366,24 @@ fn walk_into(
         // subtree is accepted without visiting it.
         let mut sk = match last {
             Some((u, sk)) if u == t => sk,
-            _ => skip_of(a, t, &mut memo_now.skips),
+            _ => skip_of(a, t, memo_now),
         };
         let mut whole = sk.takes_bytes(v, i);
         // Or the subtree is JSON string text (multi-byte characters), and
         // the state takes as many characters of any text as it holds.
         let chars = v.text_chars[i];
         if !whole && chars != u16::MAX {
-            whole = text_of(a, t, &mut sk, cap, &mut memo_now) >= chars as u32;
+            whole = text_of(a, t, &mut sk, cap, memo_now) >= chars as u32;
         }
         last = Some((t, sk));
         if !whole && sk.run == u32::MAX && v.utf8_below[i] && sk.bytes[0].count_ones() + sk.bytes[1].count_ones() >= UTF8_LOOP_MIN {
             // Or free text: a state looping on most ASCII bytes, to which
             // every character leads back, and a subtree whose ASCII bytes
             // are among those that do.
-            whole = utf8_loop(a, t, &mut memo_now).is_some_and(|l| v.below[i][0] & !l[0] == 0 && v.below[i][1] & !l[1] == 0);
+            whole = utf8_loop(a, t, memo_now).is_some_and(|l| (0..4).all(|k| v.below[i][k] & !l[k] == 0));
+        }
+        if !whole {
+            whole = closed_takes(a, v, t, &sk, i, memo_now);
         }
         if whole {
             accept.add(v.subtree_tokens(i));
@@ -1235,13 +1407,94 @@ fn walk_into(
         i += 1;
     }
     }
-    memo.give_back(memo_now);
     frontier
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every state's closed bytes ([`closed_bytes`]) keep every path of
+    /// them, as long as the set is large, on interior states; and the
+    /// patterns they are for get more bytes than their chain skips. Checked
+    /// by following every path of those bytes through the states it
+    /// reaches. Patterns: a host name whose last label is counted, then a
+    /// path (the bytes of a word move it among tens of states); a scheme
+    /// prefix a host may also start with (`http` takes `:`, after which
+    /// only `/` goes on); a counted run that dies.
+    #[test]
+    fn closed_bytes_keep_every_path_interior() {
+        use formcast_grammar::{regex::regex_to_expr, Expr, Grammar, Rule};
+        let patterns = [
+            r"(https?://)?([0-9a-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?",
+            r"(http://)?[a-z]+(:[0-9]+)?",
+            r"[a-z]{3,9}x",
+        ];
+        let mut wider = 0;
+        for p in patterns {
+            let body = Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]);
+            let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
+            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let mut m = Skips::default();
+            for t in 0..a.n_states() as StateId {
+                if !interior(&a, t) {
+                    continue;
+                }
+                let chain = skip_of(&a, t, &mut m);
+                let Some(bytes) = closed_bytes(&a, t, &chain, &mut m.closed) else { continue };
+                wider += usize::from(byte_count(&bytes) > byte_count(&chain.bytes));
+                let mut seen = vec![t];
+                let mut k = 0;
+                while k < seen.len() {
+                    let w = seen[k];
+                    k += 1;
+                    for b in (0..=255u8).filter(|&b| has_byte(&bytes, b)) {
+                        let u = a.next(w, b);
+                        assert!(interior(&a, u), "{p}: byte {b:#x} leads state {w}, reached from {t} on its closed bytes, to {u}, not interior");
+                        if !seen.contains(&u) {
+                            seen.push(u);
+                        }
+                    }
+                }
+            }
+        }
+        assert!(wider >= 5, "closed bytes wider than the chain's for only {wider} states");
+    }
+
+    /// The lead bytes that [`utf8_leads_to`] finds are those all of whose
+    /// characters lead a state back to itself, written plainly: text that
+    /// refuses é (lead C3, whose other characters go on) or one emoji
+    /// (lead F0), or everything past U+07FF (every lead but C2–DF).
+    #[test]
+    fn utf8_leads_are_those_whose_characters_all_lead_back() {
+        use formcast_grammar::{Expr, Grammar, Rule};
+        let bodies = [
+            vec![(0x20, 0x21), (0x23, 0xE8), (0xEA, 0x10FFFF)],
+            vec![(0x20, 0x21), (0x23, 0x1F5FF), (0x1F601, 0x10FFFF)],
+            vec![(0x20, 0x21), (0x23, 0x7FF)],
+        ];
+        for ranges in bodies {
+            let body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Chars(ranges.clone())), min: 0, max: None }, Expr::literal("\"")]);
+            let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
+            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let s = a.rule_start[0];
+            let Ok(leads) = utf8_leads_to(s, s, |u, b| Ok::<_, std::convert::Infallible>(a.next(u, b)), |u| interior(&a, u));
+            for lead in 0xC2..=0xF4u8 {
+                // Every character of this lead, by its scalar values.
+                let all_back = (0x80..=0x10FFFFu32).filter_map(char::from_u32).filter(|c| c.len_utf8() > 1).filter(|c| {
+                    let mut buf = [0u8; 4];
+                    c.encode_utf8(&mut buf)[..].as_bytes()[0] == lead
+                }).all(|c| {
+                    let mut buf = [0u8; 4];
+                    c.encode_utf8(&mut buf).as_bytes().iter().try_fold(s, |u, &b| {
+                        let v = a.next(u, b);
+                        (v != DEAD).then_some(v)
+                    }) == Some(s)
+                });
+                assert_eq!(has_byte(&leads, lead), all_back, "{ranges:x?}: lead {lead:#x}");
+            }
+        }
+    }
 
     /// The text runs read through [`text_reps`] are those of every byte:
     /// string bodies whose classes split UTF-8 lead and continuation bytes

@@ -109,7 +109,7 @@ pub struct VocabIndex {
     /// The first-level nodes, in trie order, with their bytes.
     root_starts: Vec<(u32, u8)>,
     /// [`VocabIndex::free_text_cover`]'s sets, by excluded bytes.
-    free_text_covers: std::sync::Mutex<Vec<([u64; 2], Arc<FreeTextCover>)>>,
+    free_text_covers: std::sync::Mutex<Vec<([u64; 4], Arc<FreeTextCover>)>>,
     /// [`VocabIndex::text_up_to`]'s sets (see there for when each is built).
     text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
@@ -471,17 +471,18 @@ impl VocabIndex {
     }
 
     /// The tokens that are well-formed UTF-8 (the last character possibly
-    /// incomplete) and hold none of the ASCII bytes `excluded`: from a set
-    /// that free text loops in (all ASCII bytes but `excluded`, and every
-    /// character, lead back to it), each of these tokens is taken (see
+    /// incomplete) and hold none of the bytes `excluded` (ASCII bytes and
+    /// lead bytes of characters): from a set that free text loops in (all
+    /// ASCII bytes but the excluded, and every character whose lead is not
+    /// excluded, lead back to it), each of these tokens is taken (see
     /// `mask::MaskWalker::free_text_entry`). Built on first need for each
     /// `excluded` (the set that avoids nothing, less the subtrees of the
     /// trie's nodes of excluded bytes: a pass over the trie, about 0.5 ms for
     /// Llama-3; the tokenizer's warm-up builds the one for `<`) and
     /// kept: free text mostly avoids the same few bytes (`<` of a tag's
     /// trigger).
-    pub fn free_text_cover(&self, excluded: [u64; 2]) -> Arc<FreeTextCover> {
-        if excluded == [0, 0] {
+    pub fn free_text_cover(&self, excluded: [u64; 4]) -> Arc<FreeTextCover> {
+        if excluded == [0; 4] {
             return self.free_text_all.clone();
         }
         if let Ok(covers) = self.free_text_covers.lock() {

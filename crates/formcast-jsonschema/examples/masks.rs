@@ -6,7 +6,8 @@
 //! cold) unless WARM=1; PREBUILT=n builds n of them before the first job.
 //! PREWARM=1 warms each index as the Python extension's tokenizer does.
 //! REPS=n repeats (for a profiler); TOP=n prints the n slowest masks of
-//! each job. DIGEST=1 prints a digest of each job's masks (to check that a
+//! each job (JOB_TIMES=1: the total and slowest mask of each job, with ALL).
+//! DIGEST=1 prints a digest of each job's masks (to check that a
 //! change to the engine keeps every mask); STEPS=1 prints every mask's
 //! time. PERF_CTL=FIFO PERF_STEP=n profiles one step's mask alone:
 //! `perf record --control=fifo:FIFO --delay=-1 ...`. Run it with `MIMALLOC_ALLOW_THP=0
@@ -99,6 +100,10 @@ fn main() {
                 eprintln!("{name} {} masks, digest {:016x}", times.len(), digest.finish());
             }
             if all {
+                if env("JOB_TIMES", 0) == 1 {
+                    let max = times.iter().copied().fold(0.0, f64::max);
+                    eprintln!("{name} total {:.0} max {max:.0}", times.iter().sum::<f64>());
+                }
                 continue;
             }
             let total: f64 = times.iter().sum();
@@ -126,7 +131,7 @@ fn prewarm(index: &Arc<VocabIndex>) {
     let compile = |g: &formcast_grammar::Grammar| CompiledGrammar::compile(g, index.clone(), &CompileOptions::default(), &Budget::unlimited()).unwrap();
     let string = json_schema_str_to_grammar(r#"{"type": "string"}"#, &opts).unwrap().0;
     let object = json_schema_str_to_grammar(r#"{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}"#, &opts).unwrap().0;
-    index.free_text_cover([1 << b'<', 0]);
+    index.free_text_cover([1 << b'<', 0, 0, 0]);
     for g in [string, formcast_grammar::json::builtin_json_grammar(), object] {
         compile(&g).partitions_between_ascii(|| ());
     }

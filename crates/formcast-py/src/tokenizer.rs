@@ -91,7 +91,7 @@ fn warm_strings(index: &Arc<VocabIndex>) -> Option<Arc<formcast_engine::Compiled
     // What free text takes when it avoids `<` (text before a tool call's
     // trigger, a think block's text before its end tag): the first such
     // mask of a process finds it built (about 0.5 ms of a pass over the trie).
-    index.free_text_cover([1 << b'<', 0]);
+    index.free_text_cover([1 << b'<', 0, 0, 0]);
     let opts = formcast_jsonschema::SchemaOptions::default();
     let schema = |text| formcast_jsonschema::json_schema_str_to_grammar(text, &opts).ok().map(|(g, _)| g);
     let (string, object) = (schema(STRING_SCHEMA), schema(OPEN_OBJECT_SCHEMA));
