@@ -1259,6 +1259,7 @@ fn walk_into(
     let cap = v.max_token_len as u32;
     // The last state's skip: consecutive nodes often share their state.
     let mut last: Option<(StateId, Skip)> = None;
+    let mut last_closed: Option<(StateId, Option<[u64; 4]>)> = None;
     // (subtree end, state, text decoder state and characters started from
     // the root: what `covered` is about) per depth.
     // Without a cover, every path counts as not text: no decoding at all.
@@ -1389,8 +1390,14 @@ fn walk_into(
             // are among those that do.
             whole = utf8_loop(a, t, memo_now).is_some_and(|l| (0..4).all(|k| v.below[i][k] & !l[k] == 0));
         }
-        if !whole {
-            whole = closed_takes(a, v, t, &sk, i, memo_now);
+        if !whole && node.end as usize - i >= CLOSED_MIN_NODES {
+            // The last state's closed bytes, as its skip.
+            let bytes = match last_closed {
+                Some((u, b)) if u == t => b,
+                _ => closed_bytes(a, t, &sk, &mut memo_now.closed),
+            };
+            last_closed = Some((t, bytes));
+            whole = bytes.is_some_and(|b| (0..4).all(|k| v.below[i][k] & !b[k] == 0));
         }
         if whole {
             accept.add(v.subtree_tokens(i));
