@@ -290,3 +290,29 @@ def test_text_refusing_a_character_masks_equal_token_acceptance(parts, schema, p
     if (s["type"] == "object") != prefix.startswith("{") or (s.get("pattern") == "^a.+$" and not prefix.startswith('"a')):
         pytest.skip("not a prefix of this schema")
     _assert_mask_after_prefix_is_acceptance(parts, s, prefix)
+
+
+# Values that must contain one of several words, or a run of characters,
+# anywhere: every character leads the search among up to hundreds of
+# states, all of which take every character, so a walk takes text subtrees
+# whole (``partition::text_closed`` with ``search_like``). A search whose
+# first states take every character but which dies further on (an ``x``
+# within the first four characters) is not closed, and none of its states
+# may be taken for closed.
+SEARCH_SCHEMAS = [
+    {"type": "string", "pattern": "integer|continuous"},
+    {"type": "string", "pattern": "[a-z0-9_-]{40}"},
+    {"type": "string", "pattern": "^dev|alpha|beta|rc|RC|stable$"},
+    {"type": "string", "pattern": "^.{0,3}x[^q]"},
+]
+SEARCH_PREFIXES = ['"', '"x', '"inte', '"integer', '"abc-def_', '"al', '"ab', '"abx']
+
+
+@pytest.mark.parametrize("schema", range(len(SEARCH_SCHEMAS)))
+@pytest.mark.parametrize("prefix", SEARCH_PREFIXES)
+def test_search_pattern_masks_equal_token_acceptance(parts, schema, prefix):
+    tok = parts[0]
+    m = fc.GrammarMatcher(fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(SEARCH_SCHEMAS[schema])))
+    if not m.accept_string(prefix):
+        pytest.skip(f"{prefix!r} is not a prefix of this schema")
+    _assert_mask_after_prefix_is_acceptance(parts, SEARCH_SCHEMAS[schema], prefix)
