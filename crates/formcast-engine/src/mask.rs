@@ -118,9 +118,10 @@ pub struct MaskWalker {
     /// past the end of a 32-character block of a length-bounded string, say,
     /// where the next block's item takes any text up to its length.
     set_skips: Vec<Option<Vec<Skip>>>,
-    /// Per set, once needed: the ASCII bytes that lead it back to itself
-    /// when every other character does too (a UTF-8 character through
-    /// sets that go on to its end), else none (see [`MaskWalker::utf8_loop`]).
+    /// Per set, once needed: its free text's bytes (the ASCII bytes that
+    /// lead it back to itself, and the lead bytes whose characters do,
+    /// through sets that go on to a character's end), else none (see
+    /// [`MaskWalker::utf8_loop`]).
     utf8_loops: Vec<Option<Option<[u64; 4]>>>,
     /// (subtree end, set, whether the path from the root is in the item's
     /// free-text cover: ASCII without an excluded byte) per depth.
@@ -135,7 +136,8 @@ pub struct MaskWalker {
 
 /// An item from whose set free text runs: every character starting with a
 /// byte of `firsts` leads to a set that free text loops in (all ASCII
-/// bytes but `excluded`, and every character, lead back to it). Every
+/// bytes but `excluded`, and every character whose lead byte is not
+/// excluded, lead back to it). Every
 /// token that starts with a byte of `firsts`, is well-formed UTF-8 and
 /// holds no excluded byte is then taken
 /// ([`VocabIndex::free_text_cover`]); the walks skip subtrees made only of
@@ -265,8 +267,7 @@ impl MaskWalker {
             return Ok(false);
         }
         let Some(bytes) = self.utf8_loop(a, arena, sc, set)? else { return Ok(false) };
-        let below = v.below[i];
-        Ok((0..4).all(|k| below[k] & !bytes[k] == 0))
+        Ok(v.below_within(i, &bytes))
     }
 
     /// The set's [`utf8_loop_by`] through sets that are neither dead nor
@@ -377,8 +378,9 @@ impl MaskWalker {
         } else {
             utf8_leads_to(own, target, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?
         };
-        firsts[3] |= leads[3] & !free_text_excluded(&loop_bytes)[3];
-        Ok(Some(FreeText { firsts, excluded: free_text_excluded(&loop_bytes) }))
+        let excluded = free_text_excluded(&loop_bytes);
+        firsts[3] |= leads[3] & !excluded[3];
+        Ok(Some(FreeText { firsts, excluded }))
     }
 
     /// Frontier run `f[a0..b0]` of `part` resolved for the set `start` its
@@ -631,7 +633,6 @@ impl MaskWalker {
 /// well-formed UTF-8 without one.
 fn free_text_takes(v: &VocabIndex, ft: &FreeText, i: usize) -> bool {
     let b = v.nodes[i].byte;
-    let below = &v.below[i];
-    b < 0x80 && !has_byte(&ft.excluded, b) && v.utf8_below[i] && (0..4).all(|k| below[k] & ft.excluded[k] == 0)
+    b < 0x80 && !has_byte(&ft.excluded, b) && v.free_text_below(i, &ft.excluded)
 }
 

@@ -317,6 +317,10 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
     }
 }
 
+/// Fewest differing first bytes for which [`derive_partition`] asks
+/// whether a state takes a large subtree whole before comparing it.
+const DERIVE_WIDE_DIFF: u32 = 16;
+
 /// The state `s` moves to on most bytes, when that state moves to itself on
 /// most bytes too and `s` moves like it on all but a few bytes (`diff`): a
 /// key that may be any string but a few names, just past a name's prefix.
@@ -398,10 +402,6 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u
 /// few names then costs the names' prefixes, not the subtrees of their
 /// first letters (W3's `metadata` key position: 220 µs, most of it walking
 /// the `m` and `s` subtrees).
-/// Fewest differing first bytes for which [`derive_partition`] asks
-/// whether a state takes a large subtree whole before comparing it.
-const DERIVE_WIDE_DIFF: u32 = 16;
-
 pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, reference: &Partition, diff: &[u64; 4], memo: &SkipMemo) -> Partition {
     let mut accept = Bitset::new(v.logits_size);
     reference.accept.or_into(&mut accept.words);
@@ -415,10 +415,11 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     let mut work: Vec<(usize, StateId, StateId)> = Vec::new();
     let mut m = memo.take();
     let wide = byte_count(diff) >= DERIVE_WIDE_DIFF;
-    // Whether state `t` takes the subtree below node `c` whole.
+    // Whether state `t` takes the subtree below node `c` whole, by its
+    // skip or by the bytes of a closed set of states.
     let takes_whole = |t: StateId, c: usize, m: &mut Skips| {
         let sk = skip_of(a, t, m);
-        sk.takes_bytes(v, c) || closed_takes(a, v, t, &sk, c, m)
+        sk.takes_bytes(v, c) || closed_bytes(a, t, &sk, &mut m.closed).is_some_and(|b| v.below_within(c, &b))
     };
     let mut compare = |c: usize, sp: StateId, rp: StateId, work: &mut Vec<(usize, StateId, StateId)>, accept: &mut Bitset, cut: &mut Vec<(u32, u32)>, fresh: &mut Vec<(u32, StateId)>, m: &mut Skips| {
         let byte = v.nodes[c].byte;
@@ -500,8 +501,7 @@ impl Skip {
     /// Whether every path below trie node `i` stays on this skip's bytes
     /// for at most its run.
     fn takes_bytes(&self, v: &VocabIndex, i: usize) -> bool {
-        let below = v.below[i];
-        self.run >= v.height[i] as u32 && (0..4).all(|k| below[k] & !self.bytes[k] == 0)
+        self.run >= v.height[i] as u32 && v.below_within(i, &self.bytes)
     }
 
     /// Whether the state takes the whole subtree below trie node `i`, by
@@ -701,16 +701,8 @@ const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C -
 
 /// Subtrees at least this large that a state's skip does not take whole
 /// are checked against the bytes of a closed set of states
-/// ([`closed_takes`]).
+/// ([`closed_bytes`]): following the set costs more than most subtrees.
 const CLOSED_MIN_NODES: usize = 64;
-
-/// Whether state `t` (its skip `sk`) takes the whole subtree below trie
-/// node `i` by the bytes of a small set of states closed under them
-/// ([`closed_bytes`]), for a large subtree: asked only where the skip
-/// failed, since following the set costs more than most subtrees.
-fn closed_takes(a: &Automaton, v: &VocabIndex, t: StateId, sk: &Skip, i: usize, m: &mut Skips) -> bool {
-    v.nodes[i].end as usize - i >= CLOSED_MIN_NODES && closed_bytes(a, t, sk, &mut m.closed).is_some_and(|b| (0..4).all(|k| v.below[i][k] & !b[k] == 0))
-}
 
 /// Most states [`closed_bytes`] follows.
 const CLOSED_MAX: usize = 128;
@@ -991,15 +983,18 @@ fn search_like(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
 
 /// Whether every text of any length leads `u` through interior states
 /// only, although its characters lead to several states: the states that
-/// text leads `u` to (at most [`TEXT_CLOSED_MAX`]) each take every
-/// character into one of them. A key that must match an unanchored
+/// text leads `u` to (at most [`TEXT_CLOSED_MAX`], or
+/// [`TEXT_CLOSED_SEARCH_MAX`] for a search) each take every character
+/// into one of them. A key that must match an unanchored
 /// pattern (`[a-z]`: before the first letter and after it) is such a set;
 /// its first key mask walked the whole trie (1–2.5 ms).
 fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
     if memo.not_closed.contains(&u) {
         return false;
     }
-    let closed_max = if search_like(a, u, memo) { TEXT_CLOSED_SEARCH_MAX } else { TEXT_CLOSED_MAX };
+    // A search is followed further, found out only where the set grows
+    // past the usual bound (most sets close or fail well within it).
+    let mut closed_max = TEXT_CLOSED_MAX;
     let mut set = vec![u];
     let mut members: rustc_hash::FxHashSet<StateId> = Default::default();
     members.insert(u);
@@ -1019,6 +1014,9 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
         }
         for &x in &out {
             if members.insert(x) {
+                if set.len() == TEXT_CLOSED_MAX && closed_max == TEXT_CLOSED_MAX && search_like(a, u, memo) {
+                    closed_max = TEXT_CLOSED_SEARCH_MAX;
+                }
                 if set.len() == closed_max {
                     break 'follow false;
                 }
@@ -1170,7 +1168,7 @@ fn or_into(set: &mut [u64; 4], bits: &[u64; 4]) {
 /// First bytes up to which a walk looks its subtrees up by byte.
 const FEW_FIRST_BYTES: u32 = 16;
 
-/// Whether byte `b` is in the 256-bit set `set`.
+/// Sets the bits of `ids`.
 #[inline]
 pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
     for &t in ids {
@@ -1178,6 +1176,7 @@ pub(crate) fn set_all(bits: &mut Bitset, ids: &[u32]) {
     }
 }
 
+/// Clears the bits of `ids`.
 pub(crate) fn clear_all(bits: &mut Bitset, ids: &[u32]) {
     for &t in ids {
         bits.words[t as usize >> 5] &= !(1 << (t & 31));
@@ -1356,7 +1355,7 @@ fn walk_into(
             utf8_next(free_at, node.byte)
         };
         if free_here != TEXT_DEAD {
-            if free_here == 0 && v.utf8_below[i] && (0..4).all(|k| v.below[i][k] & excluded[k] == 0) {
+            if free_here == 0 && v.free_text_below(i, &excluded) {
                 // The whole subtree is free text of the cover.
                 i = node.end as usize;
                 continue;
@@ -1438,7 +1437,7 @@ fn walk_into(
             // Or free text: a state looping on most ASCII bytes, to which
             // every character leads back, and a subtree whose ASCII bytes
             // are among those that do.
-            whole = utf8_loop(a, t, memo_now).is_some_and(|l| (0..4).all(|k| v.below[i][k] & !l[k] == 0));
+            whole = utf8_loop(a, t, memo_now).is_some_and(|l| v.below_within(i, &l));
         }
         if !whole && node.end as usize - i >= CLOSED_MIN_NODES {
             // The last state's closed bytes, as its skip.
@@ -1447,7 +1446,7 @@ fn walk_into(
                 _ => closed_bytes(a, t, &sk, &mut memo_now.closed),
             };
             last_closed = Some((t, bytes));
-            whole = bytes.is_some_and(|b| (0..4).all(|k| v.below[i][k] & !b[k] == 0));
+            whole = bytes.is_some_and(|b| v.below_within(i, &b));
         }
         if whole {
             accept.add(v.subtree_tokens(i));

@@ -23,8 +23,8 @@ pub struct Node {
     pub byte: u8,
 }
 
-/// What free text that avoids some ASCII bytes takes of a vocabulary (see
-/// [`VocabIndex::free_text_cover`]).
+/// What free text that avoids some bytes (ASCII bytes, and lead bytes of
+/// characters) takes of a vocabulary (see [`VocabIndex::free_text_cover`]).
 #[derive(Debug)]
 pub struct FreeTextCover {
     /// The tokens.
@@ -534,6 +534,20 @@ impl VocabIndex {
         &self.node_tokens[n.tok_start as usize..n.tok_start as usize + n.tok_len as usize]
     }
 
+    /// Whether every byte strictly below trie node `i` is in `bytes`.
+    #[inline]
+    pub fn below_within(&self, i: usize, bytes: &[u64; 4]) -> bool {
+        (0..4).all(|k| self.below[i][k] & !bytes[k] == 0)
+    }
+
+    /// Whether every path strictly below trie node `i` is free text that
+    /// holds none of the bytes `excluded`: well-formed UTF-8 from a
+    /// character boundary ([`VocabIndex::utf8_below`]) without them.
+    #[inline]
+    pub fn free_text_below(&self, i: usize, excluded: &[u64; 4]) -> bool {
+        self.utf8_below[i] && (0..4).all(|k| self.below[i][k] & excluded[k] == 0)
+    }
+
     /// All tokens in the subtree of node `i` (itself included).
     #[inline]
     pub fn subtree_tokens(&self, i: usize) -> &[u32] {
@@ -675,4 +689,3 @@ mod tests {
     }
 
 }
-
