@@ -15,7 +15,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use formcast_grammar::{Expr, Grammar, Rule, RuleId, TokenId, WordsExcept};
+use formcast_grammar::{Expr, Grammar, Lexeme, Rule, RuleId, TokenId, WordsExcept};
 use regex_syntax::utf8::Utf8Sequences;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -59,6 +59,23 @@ pub mod flags {
     pub const TICKS: u8 = 16;
     /// Has byte edges (see [`super::Automaton::byte_set`]).
     pub const BYTES: u8 = 32;
+}
+
+/// Per-state lexeme flags ([`Automaton::lex`]), in grammars with lexemes
+/// ([`formcast_grammar::Lexeme`]).
+pub mod lex {
+    /// A state of a lexeme's automaton.
+    pub const IN: u8 = 1;
+    /// A lexeme's start state, which no move enters: an item there is a
+    /// lexeme that has taken nothing yet.
+    pub const FRESH: u8 = 2;
+    /// A lazy lexeme's match (it has no moves): the lexemes still going
+    /// beside it are dropped.
+    pub const LAZY_END: u8 = 4;
+    /// A state of a lazy lexeme's automaton.
+    pub const LAZY: u8 = 8;
+    /// A state of a skipped-text lexeme's automaton.
+    pub const SKIP: u8 = 16;
 }
 
 /// Transition targets, 16-bit wherever every target fits (nearly every
@@ -340,6 +357,9 @@ pub struct Automaton {
     ticks: Vec<(StateId, StateId)>,
     pub rule_names: Vec<String>,
     pub root: RuleId,
+    /// [`lex`] flags per state; empty when the grammar has no lexemes
+    /// (the parser then reads it as a context-free grammar over bytes).
+    pub lex: Vec<u8>,
 }
 
 impl Automaton {
@@ -670,7 +690,7 @@ impl<'a> NfaBuilder<'a> {
                 let ac = AhoCorasick::new(excludes, &triggers);
                 self.build_text(&ac, cases, *repeat, TextBudget::default(), from, to, depth)?
             }
-            Expr::Avoiding { expr, excludes } => self.build_avoiding(expr, excludes, from, to, depth)?,
+            Expr::Avoiding { expr, excludes, lazy } => self.build_avoiding(expr, excludes, *lazy, from, to, depth)?,
             Expr::WordsExcept(w) => self.build_words_except(w, from, to, depth)?,
             Expr::TokenDispatch { cases, excludes, repeat } => {
                 let lowered = Expr::desugar_token_dispatch(cases, excludes, *repeat);
@@ -794,8 +814,10 @@ impl<'a> NfaBuilder<'a> {
     /// The texts of `expr` avoiding `excludes`: `expr` is built on its own
     /// (rules expanded), then its product with an Aho–Corasick automaton
     /// over the excludes is added between `from` and `to`, a completed
-    /// exclude being a dead end. Only the reachable pairs are built.
-    fn build_avoiding(&mut self, expr: &Expr, excludes: &[Vec<u8>], from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
+    /// exclude being a dead end. Only the reachable pairs are built. With
+    /// `lazy`, the product is made deterministic first (see
+    /// [`NfaBuilder::build_lazy`]).
+    fn build_avoiding(&mut self, expr: &Expr, excludes: &[Vec<u8>], lazy: bool, from: u32, to: u32, depth: usize) -> Result<(), EngineError> {
         let mut sub = NfaBuilder {
             states: Vec::new(),
             except_sets: &mut *self.except_sets,
@@ -817,6 +839,9 @@ impl<'a> NfaBuilder<'a> {
             return Err(EngineError::Grammar("token-level elements cannot be inside text that must avoid excluded strings".into()));
         }
         let ac = AhoCorasick::new(excludes, &[]);
+        if lazy {
+            return self.build_lazy(&nfa, s0, s1, &ac, from, to);
+        }
         let mut ids: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         let mut queue = Vec::new();
         let start = self.new_state()?;
@@ -852,6 +877,131 @@ impl<'a> NfaBuilder<'a> {
                         self.states[me as usize].bytes.push((b, e, tgt));
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+
+    /// The texts from `s0` to `s1` of `nfa` (scanned by `ac`) that end at
+    /// their first match, between `from` and `to`. A text ends at its first
+    /// match when no path of it passes `s1` earlier, which only a
+    /// deterministic automaton can tell: the product is made deterministic
+    /// (subsets of `nfa`'s states, closed under empty moves, paired with
+    /// `ac`'s state), and a subset holding `s1` may only end the text. The
+    /// first subset is kept apart from any later one equal to it, since the
+    /// empty prefix does not count: `(ab)*` lazy is `` or `ab`.
+    ///
+    /// Subsets cost memory beyond the states they make, so their members
+    /// are counted against a limit of their own ([`LAZY_MAX_MEMBERS`]).
+    fn build_lazy(&mut self, nfa: &[NState], s0: u32, s1: u32, ac: &AhoCorasick, from: u32, to: u32) -> Result<(), EngineError> {
+        if nfa.iter().any(|n| n.tick.is_some() || !n.calls.is_empty()) {
+            return Err(EngineError::Grammar("a lazy lexeme must be plain text (no token budgets or rule calls inside it)".into()));
+        }
+        // Empty-move closure, marking members with a fresh stamp per call.
+        let mut mark = vec![0u32; nfa.len()];
+        let mut stamp = 0u32;
+        let mut closure = |seeds: &[u32]| -> Vec<u32> {
+            stamp += 1;
+            let mut out = Vec::new();
+            let mut stack: Vec<u32> = Vec::new();
+            for &s in seeds {
+                if mark[s as usize] != stamp {
+                    mark[s as usize] = stamp;
+                    stack.push(s);
+                }
+            }
+            while let Some(s) = stack.pop() {
+                out.push(s);
+                for &t in &nfa[s as usize].eps {
+                    if mark[t as usize] != stamp {
+                        mark[t as usize] = stamp;
+                        stack.push(t);
+                    }
+                }
+            }
+            out.sort_unstable();
+            out
+        };
+        // (members, scanner state, first subset)
+        type Key = (Vec<u32>, u32, bool);
+        let mut ids: FxHashMap<Key, u32> = FxHashMap::default();
+        let mut queue: Vec<(Key, u32)> = Vec::new();
+        let mut members = 0usize;
+        let first: Key = (closure(&[s0]), 0, true);
+        let start = self.new_state()?;
+        self.states[from as usize].eps.push(start);
+        members += first.0.len();
+        ids.insert(first.clone(), start);
+        queue.push((first, start));
+        let mut per_byte: Vec<Vec<u32>> = vec![Vec::new(); 256];
+        while let Some(((set, q, is_first), me)) = queue.pop() {
+            let accepting = set.binary_search(&s1).is_ok();
+            if accepting {
+                self.states[me as usize].eps.push(to);
+                if !is_first {
+                    continue;
+                }
+            }
+            for b in per_byte.iter_mut() {
+                b.clear();
+            }
+            for &m in &set {
+                for &(lo, hi, t) in &nfa[m as usize].bytes {
+                    for b in lo..=hi {
+                        per_byte[b as usize].push(t);
+                    }
+                }
+            }
+            // Consecutive bytes usually share their moves: the closure and
+            // the run of edges are both carried over.
+            let mut prev: Option<(Vec<u32>, Vec<u32>)> = None;
+            let mut run: Option<(u8, u8, u32)> = None;
+            for b in 0..=255u8 {
+                let raw = &mut per_byte[b as usize];
+                let next_q = ac.next(q, b);
+                if raw.is_empty() || next_q == AhoCorasick::DEAD {
+                    if let Some((lo, hi, t)) = run.take() {
+                        self.states[me as usize].bytes.push((lo, hi, t));
+                    }
+                    continue;
+                }
+                raw.sort_unstable();
+                raw.dedup();
+                let closed = match &prev {
+                    Some((r, c)) if r == raw => c.clone(),
+                    _ => {
+                        let c = closure(raw);
+                        prev = Some((raw.clone(), c.clone()));
+                        c
+                    }
+                };
+                let key: Key = (closed, next_q, false);
+                let tgt = match ids.get(&key) {
+                    Some(&t) => t,
+                    None => {
+                        members += key.0.len();
+                        if members > LAZY_MAX_MEMBERS {
+                            return Err(EngineError::Limit(format!(
+                                "a lazy lexeme's deterministic automaton is too large (more than {LAZY_MAX_MEMBERS} subset members)"
+                            )));
+                        }
+                        let t = self.new_state()?;
+                        ids.insert(key.clone(), t);
+                        queue.push((key, t));
+                        t
+                    }
+                };
+                run = match run {
+                    Some((lo, hi, t)) if t == tgt && hi as u16 + 1 == b as u16 => Some((lo, b, t)),
+                    Some((lo, hi, t)) => {
+                        self.states[me as usize].bytes.push((lo, hi, t));
+                        Some((b, b, tgt))
+                    }
+                    None => Some((b, b, tgt)),
+                };
+            }
+            if let Some((lo, hi, t)) = run {
+                self.states[me as usize].bytes.push((lo, hi, t));
             }
         }
         Ok(())
@@ -1529,6 +1679,10 @@ const PARALLEL_MIN_WEIGHT: usize = 1_500;
 /// 120 bytes a state); past it, the calling thread determinizes itself.
 const PENDING_MAX_NFA: usize = 200_000;
 
+/// Most members of all the subsets of one lazy lexeme's deterministic
+/// automaton (each is a `u32`: 64 MiB).
+const LAZY_MAX_MEMBERS: usize = 1 << 24;
+
 fn nfa_limit(max: usize) -> EngineError {
     EngineError::Limit(format!("grammar too large: more than {max} automaton states (large repetition bounds or character classes?)"))
 }
@@ -1667,6 +1821,22 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
             rule_cache::store(key, dfas[i].clone(), nfa_states);
         }
     }
+    for (i, rule) in grammar.rules.iter().enumerate() {
+        if rule.lexeme.is_some() && live_rule[i] {
+            let d = &dfas[i];
+            if d.calls.iter().any(|c| !c.is_empty())
+                || d.tokens.iter().any(|t| !t.is_empty())
+                || d.excepts.iter().any(|t| !t.is_empty())
+                || d.ticks.iter().any(|t| t.is_some())
+            {
+                return Err(EngineError::Grammar(format!("lexeme '{}' is not plain text (it calls rules or takes tokens)", rule.name)));
+            }
+            if rule.lexeme == Some(Lexeme::Lazy) && !matches!(rule.body, Expr::Avoiding { lazy: true, .. }) {
+                return Err(EngineError::Grammar(format!("lazy lexeme '{}' is not a lazy expression", rule.name)));
+            }
+            split_start(Arc::make_mut(&mut dfas[i]));
+        }
+    }
     if !live_rule[grammar.root as usize] {
         // The validator cannot see inside Avoiding: name the rules whose
         // texts all contain an excluded string, the usual cause.
@@ -1685,6 +1855,27 @@ pub fn build_automaton(grammar: &Grammar, limits: &AutomatonLimits, budget: &Bud
         )));
     }
     Ok(assemble(grammar, dfas, totals.except_sets))
+}
+
+/// Gives the start state of a lexeme's automaton no incoming move: where
+/// a move enters it, the state is copied and the moves go to the copy.
+fn split_start(d: &mut RuleDfa) {
+    if !d.byte_trans.iter().flatten().any(|&(_, _, t)| t == 0) {
+        return;
+    }
+    let copy = d.accepting.len() as u32;
+    d.byte_trans.push(d.byte_trans[0].clone());
+    d.calls.push(d.calls[0].clone());
+    d.tokens.push(d.tokens[0].clone());
+    d.excepts.push(d.excepts[0].clone());
+    d.ticks.push(d.ticks[0]);
+    d.accepting.push(d.accepting[0]);
+    for (_, _, t) in d.byte_trans.iter_mut().flatten() {
+        if *t == 0 {
+            *t = copy;
+        }
+    }
+    d.narrow = OnceLock::new();
 }
 
 /// Rules that need an automaton of their own: every rule but the inline
@@ -2012,7 +2203,29 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
         ticks: Vec::new(),
         rule_names: grammar.rules.iter().map(|r| r.name.clone()).collect(),
         root: grammar.root,
+        lex: Vec::new(),
     };
+    if grammar.rules.iter().any(|r| r.lexeme.is_some()) {
+        a.lex = vec![0; n];
+        for (r, rule) in grammar.rules.iter().enumerate() {
+            let Some(kind) = rule.lexeme else { continue };
+            let d = &dfas[r];
+            for s in 0..d.accepting.len() {
+                let mut f = lex::IN;
+                match kind {
+                    Lexeme::Lazy => f |= lex::LAZY,
+                    Lexeme::Skip => f |= lex::SKIP,
+                    Lexeme::Greedy => {}
+                }
+                if s == 0 {
+                    f |= lex::FRESH;
+                } else if kind == Lexeme::Lazy && d.accepting[s] {
+                    f |= lex::LAZY_END;
+                }
+                a.lex[(rule_start[r] + s as u32) as usize] = f;
+            }
+        }
+    }
     // In state order: the edge lists are CSR.
     for &r in &order {
         let d = &dfas[r];

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::{flags, Automaton};
+use crate::automaton::{flags, lex, Automaton};
 use crate::bitset::{has_byte, Bitset};
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
@@ -132,6 +132,10 @@ pub struct MaskWalker {
     closed: Vec<Item>,
     /// `Scratch::visited` when this mask computation began.
     visited_at_start: usize,
+    /// The grammar has lexemes: items are not independent (a lexeme under
+    /// way cuts the others, see [`crate::parser::scan_byte`]). See
+    /// [`MaskWalker::compute`].
+    lexed: bool,
 }
 
 /// An item from whose set free text runs: every character starting with a
@@ -201,18 +205,9 @@ impl MaskWalker {
                 "the grammar is too ambiguous here: one mask visits more than {MAX_MASK_ITEMS} parser items"
             )));
         }
-        let id = if self.closed.is_empty() {
-            EMPTY
-        } else {
-            let id = self.sets.len() as u32;
-            self.sets.push((self.set_items.len() as u32, self.closed.len() as u32));
-            self.set_items.extend_from_slice(&self.closed);
-            self.trans.resize(self.trans.len() + 256, UNKNOWN);
-            self.loops.push(([0; 4], [0; 4]));
-            self.set_skips.push(None);
-            self.utf8_loops.push(None);
-            id
-        };
+        let closed = std::mem::take(&mut self.closed);
+        let id = self.intern_closed(&closed);
+        self.closed = closed;
         self.by_seeds.insert(self.seeds.clone(), id);
         Ok(id)
     }
@@ -322,6 +317,13 @@ impl MaskWalker {
         if self.set_skips[set as usize].is_none() {
             let (start, len) = self.sets[set as usize];
             let items = &self.set_items[start as usize..(start + len) as usize];
+            // An item that takes a subtree stands for the set while no item
+            // is cut: a greedy cut keeps the lexemes going on, but a lazy
+            // lexeme's match drops them.
+            if self.lexed && items.iter().any(|it| g.automaton.lex[it.state as usize] & lex::LAZY != 0) {
+                self.set_skips[set as usize] = Some(Vec::new());
+                return &[];
+            }
             let mut sk = g.skips().skips_of(&g.automaton, &g.vocab, items.iter().map(|it| it.state));
             sk.sort_unstable();
             sk.dedup();
@@ -439,7 +441,15 @@ impl MaskWalker {
         let mark = arena.mark();
         self.reset();
         self.visited_at_start = sc.visited;
-        for it in &set.items {
+        self.lexed = !a.lex.is_empty();
+        // With lexemes, items whose first bytes meet may cut one another;
+        // items are grouped by meeting first bytes, a group of one is
+        // walked as below (an item alone is never cut, and the sets after
+        // it completes are walked whole), a larger group whole from the
+        // root, on its first bytes only: a token's first byte is in one
+        // group at most, so the union is exact.
+        let groups = if self.lexed { byte_groups(a, &set.items) } else { Vec::new() };
+        for (k, it) in set.items.iter().enumerate() {
             let f = a.flags[it.state as usize];
             if f & flags::TOKENS != 0 {
                 for &(t, _) in a.tokens_of(it.state) {
@@ -455,7 +465,7 @@ impl MaskWalker {
                     bits.or_with(&all.words);
                 }
             }
-            if !a.flag(it.state, flags::BYTES) {
+            if !a.flag(it.state, flags::BYTES) || groups.get(k).is_some_and(|&(g, alone)| g != u32::MAX && !alone) {
                 continue;
             }
             let part = g.partition(it.state);
@@ -551,11 +561,53 @@ impl MaskWalker {
                 a0 = b0;
             }
         }
+        let mut done_groups: Vec<u32> = Vec::new();
+        for &(grp, alone) in &groups {
+            if grp == u32::MAX || alone || done_groups.contains(&grp) {
+                continue;
+            }
+            done_groups.push(grp);
+            let members: Vec<Item> = set.items.iter().zip(&groups).filter(|(_, &(g2, _))| g2 == grp).map(|(it, _)| *it).collect();
+            let mut firsts = [0u64; 4];
+            for it in &members {
+                for (w, x) in firsts.iter_mut().zip(a.byte_set(it.state)) {
+                    *w |= x;
+                }
+            }
+            let whole = self.intern_closed(&members);
+            for b in 0..=255u8 {
+                let Some(c) = v.root_child[b as usize].filter(|_| has_byte(&firsts, b)) else { continue };
+                let c = c as usize;
+                let t = self.step(a, arena, sc, whole, b)?;
+                if t == DEAD {
+                    continue;
+                }
+                set_all(bits, v.tokens_at(c));
+                if t != EMPTY && v.nodes[c].end as usize > c + 1 {
+                    self.walk_subtree(g, arena, sc, c, t, None, bits)?;
+                }
+            }
+        }
         arena.truncate(mark);
         if set.can_end {
             bits.or_with(&v.stop_bits.words);
         }
         Ok(())
+    }
+
+    /// Interns `items`, a set closed already (a parser state).
+    fn intern_closed(&mut self, items: &[Item]) -> u32 {
+        if items.is_empty() {
+            return EMPTY;
+        }
+        let id = self.sets.len() as u32;
+        self.sets.push((self.set_items.len() as u32, items.len() as u32));
+        self.set_items.extend_from_slice(items);
+        self.trans.resize(self.trans.len() + 256, UNKNOWN);
+        self.loops.push(([0; 4], [0; 4]));
+        self.set_skips.push(None);
+        self.utf8_loops.push(None);
+        id
     }
 
     /// Marks every token in the subtree below `root` (exclusive) accepted
@@ -624,6 +676,46 @@ impl MaskWalker {
         }
         Ok(())
     }
+}
+
+/// Per item: its group of items whose first bytes meet, through others
+/// (`u32::MAX` for an item without byte moves), and whether it is alone
+/// in it (see [`MaskWalker::compute`]).
+fn byte_groups(a: &Automaton, items: &[Item]) -> Vec<(u32, bool)> {
+    let firsts: Vec<[u64; 4]> = items.iter().map(|it| a.byte_set(it.state)).collect();
+    let mut group: Vec<u32> = (0..items.len() as u32).collect();
+    fn root(group: &mut [u32], mut i: u32) -> u32 {
+        while group[i as usize] != i {
+            group[i as usize] = group[group[i as usize] as usize];
+            i = group[i as usize];
+        }
+        i
+    }
+    // Items by first byte: each byte joins the items that move on it.
+    for b in 0..256usize {
+        let mut first: Option<u32> = None;
+        for (i, f) in firsts.iter().enumerate() {
+            if f[b / 64] >> (b % 64) & 1 != 0 {
+                match first {
+                    None => first = Some(i as u32),
+                    Some(j) => {
+                        let (ri, rj) = (root(&mut group, i as u32), root(&mut group, j));
+                        group[ri as usize] = rj;
+                    }
+                }
+            }
+        }
+    }
+    let roots: Vec<u32> = (0..items.len() as u32).map(|i| root(&mut group, i)).collect();
+    let mut size = vec![0u32; items.len()];
+    for &r in &roots {
+        size[r as usize] += 1;
+    }
+    roots
+        .iter()
+        .zip(&firsts)
+        .map(|(&r, f)| if f.iter().all(|&w| w == 0) { (u32::MAX, true) } else { (r, size[r as usize] == 1) })
+        .collect()
 }
 
 /// Whether every token below trie node `i` and ending at it is in the free

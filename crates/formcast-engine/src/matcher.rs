@@ -264,6 +264,10 @@ impl Matcher {
             }
             let b = bytes.iter().enumerate().find(|(_, w)| **w != 0).map(|(i, w)| i * 64 + w.trailing_zeros() as usize).unwrap() as u8;
             crate::parser::scan_byte(a, &set.items, b, &mut seeds);
+            if seeds.is_empty() {
+                // A lexeme cut the only byte's items (see `scan_byte`).
+                break;
+            }
             let can_end = closure(a, &mut self.arena, &seeds, &mut next, &mut self.sc)?;
             set.items.clear();
             set.items.extend_from_slice(&next);

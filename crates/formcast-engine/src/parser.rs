@@ -17,7 +17,7 @@
 use formcast_grammar::RuleId;
 use rustc_hash::FxHashSet;
 
-use crate::automaton::{flags, Automaton, StateId, DEAD};
+use crate::automaton::{flags, lex, Automaton, StateId, DEAD};
 use crate::error::EngineError;
 
 /// Index of a continuation node in the arena.
@@ -42,6 +42,10 @@ struct ContNode {
     start: u32,
     len: u32,
     hash: u128,
+    /// A skipped-text lexeme's continuation, predicted where the text
+    /// could end: the text may end in it too (see
+    /// [`formcast_grammar::Lexeme::Skip`]).
+    end_ok: bool,
 }
 
 /// Storage for continuation nodes. Append-only except for [`Arena::truncate`],
@@ -66,7 +70,7 @@ impl ArenaMark {
 
 impl Default for Arena {
     fn default() -> Self {
-        Arena { nodes: vec![ContNode { start: 0, len: 0, hash: ROOT_HASH }], items: Vec::new() }
+        Arena { nodes: vec![ContNode { start: 0, len: 0, hash: ROOT_HASH, end_ok: false }], items: Vec::new() }
     }
 }
 
@@ -205,6 +209,9 @@ pub fn closure(
             if cref == ROOT_CONT {
                 can_end = true;
             } else {
+                if arena.nodes[cref as usize].end_ok {
+                    can_end = true;
+                }
                 for k in 0..arena.nodes[cref as usize].len {
                     let it = arena.items(cref)[k as usize];
                     if sc.seen.insert((it.state, it.cont)) {
@@ -257,16 +264,26 @@ pub fn closure(
         }
         let base = arena.nodes.len() as u32;
         let resolve = |c: u32| if c & PRED_BIT != 0 { base + (c & !PRED_BIT) } else { c };
-        for (i, &r) in sc.pred_rules.iter().enumerate() {
-            let start = arena.items.len() as u32;
-            let ws = &mut sc.waiters[i];
+        for ws in sc.waiters[..sc.pred_rules.len()].iter_mut() {
             if ws.len() > 1 {
                 ws.sort_unstable();
                 ws.dedup();
             }
+        }
+        let hashes = if a.lex.is_empty() { None } else { waiter_hashes(arena, &sc.pred_rules, &sc.waiters) };
+        for (i, &r) in sc.pred_rules.iter().enumerate() {
+            let start = arena.items.len() as u32;
+            let ws = &sc.waiters[i];
             arena.items.extend(ws.iter().map(|&(s, c)| Item { state: s, cont: resolve(c) }));
-            let hash = mix(mix(seed_hash, r as u64), 0x7072_6564);
-            arena.nodes.push(ContNode { start, len: ws.len() as u32, hash });
+            let mut hash = match &hashes {
+                Some(h) => h[i],
+                None => mix(mix(seed_hash, r as u64), 0x7072_6564),
+            };
+            let end_ok = can_end && a.lex.get(a.rule_start[r as usize] as usize).is_some_and(|&f| f & lex::SKIP != 0);
+            if end_ok {
+                hash = mix(hash, 0x656e_645f_6f6b);
+            }
+            arena.nodes.push(ContNode { start, len: ws.len() as u32, hash, end_ok });
         }
         out.extend(sc.result.iter().map(|&(s, c)| Item { state: s, cont: resolve(c) }));
     } else {
@@ -275,15 +292,101 @@ pub fn closure(
     Ok(can_end)
 }
 
+/// The hashes of the continuations of the rules `preds` predicted in one
+/// closure, by their waiters (`waiters[i]`, sorted; a waiter's
+/// continuation may be one of these), or `None` when they wait on one
+/// another in a cycle (left recursion).
+///
+/// In a grammar with lexemes every lexeme is a called rule, and hashing a
+/// continuation by the closure's seeds would make it depend on the lexemes
+/// before it, each hashed by the ones before that: no two positions would
+/// share a mask. By its waiters, a continuation is known by what it
+/// resumes, as in a grammar whose lexemes are in place.
+fn waiter_hashes(arena: &Arena, preds: &[RuleId], waiters: &[Vec<(StateId, u32)>]) -> Option<Vec<u128>> {
+    const TODO: u128 = 0;
+    const BUSY: u128 = 1;
+    let mut h = vec![TODO; preds.len()];
+    for root in 0..preds.len() {
+        if h[root] != TODO {
+            continue;
+        }
+        // Depth first over waiters predicted here; a waiter met busy is a cycle.
+        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
+        h[root] = BUSY;
+        while let Some(&mut (i, ref mut k)) = stack.last_mut() {
+            if let Some(&(_, c)) = waiters[i].get(*k) {
+                *k += 1;
+                if c & PRED_BIT != 0 {
+                    let j = (c & !PRED_BIT) as usize;
+                    match h[j] {
+                        TODO => {
+                            h[j] = BUSY;
+                            stack.push((j, 0));
+                        }
+                        BUSY => return None,
+                        _ => {}
+                    }
+                }
+                continue;
+            }
+            let mut x: u128 = 0x6c65_7865_6d65_0000 ^ preds[i] as u128;
+            for &(s, c) in &waiters[i] {
+                let ch = if c & PRED_BIT != 0 { h[(c & !PRED_BIT) as usize] } else { arena.hash(c) };
+                x = x.wrapping_add(mix_item(0x1234_5678, s, ch));
+            }
+            // Never one of the markers.
+            h[i] = mix(x, 0x7761_6974) | 2;
+            stack.pop();
+        }
+    }
+    Some(h)
+}
+
 /// Items reached from `items` by consuming byte `b` (before closure).
 #[inline]
 pub fn scan_byte(a: &Automaton, items: &[Item], b: u8, seeds: &mut Vec<Item>) {
     seeds.clear();
+    if !a.lex.is_empty() {
+        return scan_byte_lexed(a, items, b, seeds);
+    }
     for it in items {
         let t = a.next(it.state, b);
         if t != DEAD {
             seeds.push(Item { state: t, cont: it.cont });
         }
+    }
+}
+
+/// [`scan_byte`] in a grammar with lexemes, as llguidance's lexer cuts
+/// them (see [`formcast_grammar::Lexeme`]). All the lexemes under way
+/// started at the same position (the cuts below keep it so), and a fresh
+/// lexeme item is one predicted here, after a lexeme ended:
+/// * greedy: if a lexeme under way takes `b`, no lexeme ends here, so the
+///   fresh lexemes that the ones ending here made possible are dropped;
+/// * lazy: if `b` completes a lazy lexeme, every other lexeme still going
+///   is dropped (the lazy ones completing with it stay).
+///
+/// Items outside lexemes (an embedded JSON schema's text, token edges)
+/// are not cut.
+fn scan_byte_lexed(a: &Automaton, items: &[Item], b: u8, seeds: &mut Vec<Item>) {
+    let lx = &a.lex;
+    let going_on = items.iter().any(|it| lx[it.state as usize] & (lex::IN | lex::FRESH) == lex::IN && a.next(it.state, b) != DEAD);
+    let mut lazy_done = false;
+    for it in items {
+        if going_on && lx[it.state as usize] & lex::FRESH != 0 {
+            continue;
+        }
+        let t = a.next(it.state, b);
+        if t != DEAD {
+            lazy_done |= lx[t as usize] & lex::LAZY_END != 0;
+            seeds.push(Item { state: t, cont: it.cont });
+        }
+    }
+    if lazy_done {
+        seeds.retain(|s| {
+            let f = lx[s.state as usize];
+            f & lex::IN == 0 || f & lex::LAZY_END != 0
+        });
     }
 }
 

@@ -334,7 +334,7 @@ fn avoiding_removes_texts_with_excludes_through_rules() {
     ]);
     let list = Expr::Seq(vec![Expr::Rule(1), Expr::star(Expr::Seq(vec![Expr::literal(","), Expr::Rule(1)]))]);
     let g = rules(vec![
-        ("root", Expr::Seq(vec![Expr::literal("["), Expr::Avoiding { expr: Box::new(list), excludes: vec![b"bad".to_vec(), b"a,b".to_vec()] }, Expr::literal("]")])),
+        ("root", Expr::Seq(vec![Expr::literal("["), Expr::Avoiding { expr: Box::new(list), excludes: vec![b"bad".to_vec(), b"a,b".to_vec()], lazy: false }, Expr::literal("]")])),
         ("item", item),
     ]);
     let v = vocab(&["<eos>", "b", "ad", "a", ",", "[", "]"], &[0], &[0]);
@@ -356,7 +356,7 @@ fn avoiding_removes_texts_with_excludes_through_rules() {
 fn avoiding_refuses_non_tail_recursion() {
     // item ::= "(" item ")" | "x" is not regular.
     let g = rules(vec![
-        ("root", Expr::Avoiding { expr: Box::new(Expr::Rule(1)), excludes: vec![b"((".to_vec()] }),
+        ("root", Expr::Avoiding { expr: Box::new(Expr::Rule(1)), excludes: vec![b"((".to_vec()], lazy: false }),
         ("item", Expr::Alt(vec![Expr::Seq(vec![Expr::literal("("), Expr::Rule(1), Expr::literal(")")]), Expr::literal("x")])),
     ]);
     let v = vocab(TOKS, &[0], &[0]);
@@ -654,7 +654,7 @@ fn cached_rule_automata_are_renamed_and_keyed_by_what_they_build_in_place() {
     }
     // root ::= open tail, with the inline tail built in place.
     let inline = |tail: &str| Grammar {
-        rules: vec![Rule::new("root", Expr::Seq(vec![Expr::literal(open), Expr::Rule(1)])), Rule { name: "tail".into(), body: Expr::literal(tail), inline: true }],
+        rules: vec![Rule::new("root", Expr::Seq(vec![Expr::literal(open), Expr::Rule(1)])), Rule { name: "tail".into(), body: Expr::literal(tail), inline: true, lexeme: None }],
         root: 0,
     };
     for (tail, other) in [("a)", "b)"), ("b)", "a)")] {

@@ -82,7 +82,14 @@ pub enum Expr {
     /// references must be text-level; rules are expanded in place, so they
     /// may recurse only through tail calls (regular languages written as
     /// right-linear rules).
-    Avoiding { expr: Box<Expr>, excludes: Vec<Vec<u8>> },
+    ///
+    /// With `lazy`, only the texts that end at their first match are kept:
+    /// those with no proper, non-empty prefix that is also a text of the
+    /// (avoiding) language. A lazy lexeme of llguidance's Lark (`x[lazy]:
+    /// /[0-9]+/` is one digit; `x[lazy]: /.*<end>/` stops at the first
+    /// `<end>`). The empty prefix does not count, as in llguidance: a lazy
+    /// `/.*/` is the empty text or one character.
+    Avoiding { expr: Box<Expr>, excludes: Vec<Vec<u8>>, lazy: bool },
     /// Any text that is not one of a set of words, given as their trie (see
     /// [`WordsExcept`]): an open object's undeclared keys.
     WordsExcept(std::sync::Arc<WordsExcept>),
@@ -190,11 +197,34 @@ pub struct Rule {
     /// automaton, instead of calling it — so the group becomes one automaton
     /// of about its own size rather than a call per character.
     pub inline: bool,
+    /// A lexeme of a lexed grammar (Lark read as llguidance reads it):
+    /// the parser then follows llguidance's lexer (see [`Lexeme`]). Its
+    /// body must be text without rule calls that are not expanded in place
+    /// (wrap it in [`Expr::Avoiding`] if it has them).
+    pub lexeme: Option<Lexeme>,
+}
+
+/// How the engine cuts a lexeme (see [`Rule::lexeme`]). In a grammar with
+/// lexemes, every lexeme starting at one position competes with the
+/// others there:
+/// * a lexeme is *greedy* — while one of them can take the next byte, none
+///   that matched so far ends (the lexeme is as long as it can be);
+/// * a *lazy* lexeme ends at its first match, and ends the others: when
+///   one matches, the lexemes still going (lazy or not) are dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lexeme {
+    Greedy,
+    /// The body must be an [`Expr::lazy`] expression.
+    Lazy,
+    /// Skipped text (Lark's `%ignore`), greedy: where the text could end
+    /// and another lexeme could follow, it may also end after skipped
+    /// lexemes (as llguidance takes trailing skipped text there).
+    Skip,
 }
 
 impl Rule {
     pub fn new(name: impl Into<String>, body: Expr) -> Rule {
-        Rule { name: name.into(), body, inline: false }
+        Rule { name: name.into(), body, inline: false, lexeme: None }
     }
 }
 
@@ -206,6 +236,12 @@ pub struct Grammar {
 }
 
 impl Expr {
+    /// The texts of `e` that end at their first match (see
+    /// [`Expr::Avoiding`]'s `lazy`).
+    pub fn lazy(e: Expr) -> Expr {
+        Expr::Avoiding { expr: Box::new(e), excludes: Vec::new(), lazy: true }
+    }
+
     /// `lit` as a byte-string expression.
     pub fn literal(lit: &str) -> Expr {
         if lit.is_empty() {
@@ -291,8 +327,8 @@ impl Expr {
                 (min, max).hash(h);
                 expr.hash_and_refs(h, refs);
             }
-            Expr::Avoiding { expr, excludes } => {
-                excludes.hash(h);
+            Expr::Avoiding { expr, excludes, lazy } => {
+                (excludes, lazy).hash(h);
                 expr.hash_and_refs(h, refs);
             }
             Expr::TokenDispatch { cases, excludes, repeat } => {
@@ -351,6 +387,7 @@ impl Grammar {
             let mut h = rustc_hash::FxHasher::default();
             r.body.hash_and_refs(&mut h, refs);
             r.inline.hash(&mut h);
+            r.lexeme.hash(&mut h);
             h.finish()
         };
         // The hash of each rule's current body, until a merge rewrites it.
@@ -388,7 +425,7 @@ impl Grammar {
                 }
             };
             let bucket = buckets.entry(h).or_default();
-            let twin = bucket.iter().copied().find(|&o| self.rules[o as usize].body == self.rules[ru].body && self.rules[o as usize].inline == self.rules[ru].inline);
+            let twin = bucket.iter().copied().find(|&o| self.rules[o as usize].body == self.rules[ru].body && self.rules[o as usize].inline == self.rules[ru].inline && self.rules[o as usize].lexeme == self.rules[ru].lexeme);
             let Some(to) = twin else {
                 bucket.push(r);
                 hashed[ru] = Some(h);

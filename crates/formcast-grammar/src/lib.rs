@@ -15,7 +15,7 @@ pub use error::GrammarError;
 pub use ebnf::{parse_ebnf, parse_ebnf_with_tokens};
 pub use regex::{regex_grammar, regex_grammar_in, regex_to_expr, regex_to_expr_in, RegexDialect};
 pub use validate::{check_depth, validate};
-pub use ir::{trie_node, Expr, Grammar, Rule, RuleId, TokenId, TrieNode, WordsExcept};
+pub use ir::{trie_node, Expr, Grammar, Lexeme, Rule, RuleId, TokenId, TrieNode, WordsExcept};
 
 /// Largest repetition bound (`{n}`, `{m,n}`) the front-ends accept: counted
 /// repetitions are expanded or tracked per copy downstream, so absurd bounds

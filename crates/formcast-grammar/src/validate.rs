@@ -91,7 +91,7 @@ fn check_structure(name: &str, body: &Expr, n_rules: usize, refs: &mut Vec<usize
                 }
                 stack.extend([(&w.exit, depth + 1), (&w.other, depth + 1), (&w.stop, depth + 1)]);
             }
-            Expr::Avoiding { expr, excludes } => {
+            Expr::Avoiding { expr, excludes, .. } => {
                 if excludes.iter().any(|x| x.is_empty()) {
                     return Err(invalid("excludes the empty string (no text would be left)".into()));
                 }

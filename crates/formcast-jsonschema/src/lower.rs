@@ -380,7 +380,7 @@ impl<'b, 'a> Lowerer<'b, 'a> {
                     Expr::Bytes(b)
                 }
             }
-            e => Expr::Avoiding { expr: Box::new(e), excludes: self.excludes.clone() },
+            e => Expr::Avoiding { expr: Box::new(e), excludes: self.excludes.clone(), lazy: false },
         }
     }
 

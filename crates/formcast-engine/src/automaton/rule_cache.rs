@@ -163,8 +163,8 @@ impl Canon<'_> {
                 self.word(max.map_or(u64::MAX, |m| m as u64));
                 return self.walk(expr, avoiding, depth + 1);
             }
-            Expr::Avoiding { expr, excludes } => {
-                self.word(10);
+            Expr::Avoiding { expr, excludes, lazy } => {
+                self.word(10 | (*lazy as u64) << 8);
                 self.strings(excludes);
                 return self.walk(expr, true, depth + 1);
             }
@@ -333,7 +333,7 @@ mod tests {
     }
 
     fn rule(name: &str, body: Expr, inline: bool) -> Rule {
-        Rule { name: name.into(), body, inline }
+        Rule { name: name.into(), body, inline, lexeme: None }
     }
 
     #[test]
