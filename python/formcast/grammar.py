@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal, Mapping, Sequence
 
 from . import _engine
 from ._depth import MAX_JSON_DEPTH, check_nesting
@@ -226,6 +226,7 @@ class Grammar:
         *,
         named_grammars: Mapping[str, "str | Grammar"] | None = None,
         time_budget_ms: int = 10_000,
+        lexer: Literal["llguidance", "context_free"] = "llguidance",
     ) -> "Grammar":
         """A grammar from Lark text in llguidance's dialect (also what
         xgrammar's ``compile_lark`` reads); the start rule is ``start``.
@@ -242,13 +243,28 @@ class Grammar:
         ``tokenizer`` (the special token with that text, else the first token
         with exactly that text); without one they raise ``GrammarError``.
 
+        ``lexer`` says how the text is cut into lexemes (strings, regexes,
+        terminals, ``%ignore`` text):
+
+        * ``"llguidance"`` (the default), as llguidance's lexer: a lexeme is
+          as long as it can be — while a lexeme under way can take the next
+          byte, none ends there (``start: A "ab"`` with ``A: /a+/`` rejects
+          ``aab``) — and *lazy* lexemes, ``name[lazy]: ...`` and
+          ``name[suffix=S]: ...`` (the rule's terminals, then ``S``), end at
+          their first match and end the lexemes going on beside them;
+        * ``"context_free"``, as xgrammar reads Lark: any split of the text
+          into lexemes counts (``aab`` above is accepted); lazy lexemes are
+          an error. Masks are faster to compute: items do not depend on
+          each other.
+
         What formcast does not honour exactly (priorities, templates,
-        ``%declare``/``%override``, ``lazy``/``stop``/``suffix``/
-        ``max_tokens``/``temperature``, the regex operators ``&`` and ``~``,
-        other imports) raises :class:`~formcast.GrammarError` naming it, with
-        ``line`` and ``column`` attributes and the offending line in the
-        message; hostile sizes raise :class:`~formcast.LimitError`.
-        ``time_budget_ms`` bounds each ``%json`` translation.
+        ``%declare``/``%override``, ``stop`` (llguidance takes the stop
+        text's tokens back), ``max_tokens``/``temperature``, the regex
+        operators ``&`` and ``~``, other imports) raises
+        :class:`~formcast.GrammarError` naming it, with ``line`` and
+        ``column`` attributes and the offending line in the message; hostile
+        sizes raise :class:`~formcast.LimitError`. ``time_budget_ms`` bounds
+        each ``%json`` translation.
         """
         named: list[tuple[str, Any]] = []
         key_named: list[tuple[str, Any]] = []
@@ -262,9 +278,9 @@ class Grammar:
             else:
                 raise TypeError(f"named grammar {name!r} must be Lark text or a Grammar, not {type(value).__name__}")
         native_tok = tokenizer._native if tokenizer is not None else None
-        native, warnings = _engine.grammar_from_lark(text, native_tok, named, time_budget_ms=time_budget_ms)
+        native, warnings = _engine.grammar_from_lark(text, native_tok, named, time_budget_ms=time_budget_ms, lexer=lexer)
         # Token ids depend on the tokenizer that resolved them.
-        key = ("lark", text, tokenizer, tuple(sorted(key_named, key=lambda kv: kv[0])))
+        key = ("lark", text, tokenizer, tuple(sorted(key_named, key=lambda kv: kv[0])), lexer)
         return cls(native, key, warnings)
 
     @classmethod

@@ -83,6 +83,21 @@ pub enum Named {
     Grammar(Grammar),
 }
 
+/// How the text is cut into lexemes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Lexer {
+    /// As llguidance's lexer: a lexeme is as long as it can be (while a
+    /// lexeme under way can take the next byte, none ends), and a lazy
+    /// lexeme (`x[lazy]`, `x[suffix=...]`) ends at its first match and
+    /// ends the others going on beside it.
+    #[default]
+    Llguidance,
+    /// As a context-free grammar over characters (as xgrammar reads
+    /// Lark): any split of the text into lexemes counts. Lazy lexemes are
+    /// an error.
+    ContextFree,
+}
+
 /// Options of [`parse_lark`].
 pub struct LarkOptions<'a> {
     /// Without it, `<name>` special tokens are an error; `<[id]>` works.
@@ -93,11 +108,13 @@ pub struct LarkOptions<'a> {
     pub json_time_budget_ms: u64,
     /// Largest number of grammar rules, embedded grammars included.
     pub max_rules: usize,
+    /// How lexemes are cut.
+    pub lexer: Lexer,
 }
 
 impl Default for LarkOptions<'_> {
     fn default() -> Self {
-        LarkOptions { tokens: None, named: Vec::new(), json_time_budget_ms: 10_000, max_rules: 500_000 }
+        LarkOptions { tokens: None, named: Vec::new(), json_time_budget_ms: 10_000, max_rules: 500_000, lexer: Lexer::default() }
     }
 }
 

@@ -19,12 +19,12 @@
 
 use std::collections::{HashMap, HashSet};
 
-use formcast_grammar::{Expr, Grammar, GrammarError, Rule, RuleId, TokenId, MAX_NESTING_DEPTH};
+use formcast_grammar::{Expr, Grammar, GrammarError, Lexeme, Rule, RuleId, TokenId, MAX_NESTING_DEPTH};
 use formcast_jsonschema::{compile_json, Json, SchemaError, SchemaOptions, Whitespace, DEFAULT_MAX_WHITESPACE};
 
 use crate::error::{ErrorKind, LarkError};
 use crate::syntax::{is_terminal_name, Alts, Atom, Item, Op, Param, Stmt, TokenSpec};
-use crate::{common, LarkOptions, Named, MAX_GRAMMAR_NESTING, MAX_TOKEN_IDS};
+use crate::{common, LarkOptions, Lexer, Named, MAX_GRAMMAR_NESTING, MAX_TOKEN_IDS};
 
 type Result<T> = std::result::Result<T, LarkError>;
 
@@ -33,6 +33,16 @@ type Result<T> = std::result::Result<T, LarkError>;
 enum TermDef<'s> {
     Body(&'s Alts),
     Common(&'static str),
+}
+
+/// How a rule's text is cut (its `[...]` options).
+#[derive(Clone, Copy)]
+enum Cut<'t> {
+    /// A rule like any other.
+    Plain,
+    /// One lazy lexeme: the body, then the suffix if any, ending at its
+    /// first match.
+    Lazy { suffix: Option<&'t Item> },
 }
 
 /// Terminals whose expression has more nodes than this are referenced as
@@ -56,6 +66,8 @@ pub(crate) struct Lowerer<'t, 'o> {
     /// The marker rule put before every lexeme when something is ignored.
     skip: Option<RuleId>,
     named_done: HashMap<String, RuleId>,
+    /// The lexeme rules made so far, by expression (see `lexeme_rule`).
+    lexeme_rules: HashMap<(Expr, Lexeme), RuleId>,
     pub warnings: Vec<String>,
 }
 
@@ -124,6 +136,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
             visiting: Vec::new(),
             skip: None,
             named_done: HashMap::new(),
+            lexeme_rules: HashMap::new(),
             warnings: Vec::new(),
         }
     }
@@ -146,11 +159,11 @@ impl<'t, 'o> Lowerer<'t, 'o> {
         // they are defined.
         let mut options: Vec<(&str, &Json, usize)> = Vec::new();
         let mut ignores: Vec<(&Alts, usize)> = Vec::new();
-        let mut rule_defs: Vec<(&str, &Alts, usize)> = Vec::new();
+        let mut rule_defs: Vec<(&str, &Alts, usize, Cut<'t>)> = Vec::new();
         for s in stmts {
             match s {
                 Stmt::Def { name, at, terminal, params, body } => {
-                    self.check_params(name, *terminal, params)?;
+                    let lexeme = self.check_params(name, *terminal, params)?;
                     let taken = self.rule_at.contains_key(name.as_str()) || self.terms.contains_key(name.as_str());
                     if taken {
                         let what = if *terminal { "terminal" } else { "rule" };
@@ -160,7 +173,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
                         self.terms.insert(name.clone(), (TermDef::Body(body), *at));
                     } else {
                         self.rule_at.insert(name.clone(), *at);
-                        rule_defs.push((name, body, *at));
+                        rule_defs.push((name, body, *at, lexeme));
                     }
                 }
                 Stmt::Import { name, alias, at } => {
@@ -211,7 +224,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
             }
         }
         // Rule ids in definition order.
-        for (name, _, at) in &rule_defs {
+        for (name, _, at, _) in &rule_defs {
             let id = self.push_rule(name.to_string(), Expr::Empty, true, *at)?;
             self.rule_ids.insert(name.to_string(), id);
         }
@@ -231,7 +244,11 @@ impl<'t, 'o> Lowerer<'t, 'o> {
                 }
                 alts.push(e);
             }
-            let alt = wrap(alts, Expr::Alt);
+            let mut alt = wrap(alts, Expr::Alt);
+            if self.opts.lexer == Lexer::Llguidance {
+                // Skipped text is a lexeme too, cut like the others.
+                alt = Expr::Rule(self.lexeme_rule(alt, Lexeme::Skip, ignores[0].1)?);
+            }
             let body = Expr::Repeat { expr: Box::new(alt), min: 0, max: if skip_once { Some(1) } else { None } };
             let id = self.push_rule("%ignore".into(), body.clone(), false, ignores[0].1)?;
             self.skip = Some(id);
@@ -243,8 +260,11 @@ impl<'t, 'o> Lowerer<'t, 'o> {
         for n in &names {
             self.terminal(n, self.terms[n].1)?;
         }
-        for (name, body, at) in &rule_defs {
-            let e = self.rule_alts(body)?;
+        for (name, body, at, lexeme) in &rule_defs {
+            let e = match lexeme {
+                Cut::Plain => self.rule_alts(body)?,
+                Cut::Lazy { suffix } => self.lazy_rule(name, body, *suffix, *at)?,
+            };
             if height(&e) > MAX_NESTING_DEPTH {
                 return Err(self.err(*at, ErrorKind::Limit, format!("rule '{name}' is nested deeper than {MAX_NESTING_DEPTH} levels")));
             }
@@ -272,21 +292,64 @@ impl<'t, 'o> Lowerer<'t, 'o> {
         Ok((grammar, self.warnings))
     }
 
-    fn check_params(&self, name: &str, terminal: bool, params: &[Param]) -> Result<()> {
+    /// A definition's `[...]` options: captures are allowed (they name a
+    /// part of the output, the language is the same); `lazy` and a
+    /// non-empty `suffix` make a rule of terminals one lazy lexeme; the
+    /// options that change sampling or hide text from the output are
+    /// errors.
+    fn check_params(&self, name: &str, terminal: bool, params: &'t [Param]) -> Result<Cut<'t>> {
+        let mut lazy = false;
+        let mut suffix = None;
         for p in params {
+            if terminal {
+                return Err(self.err(p.at, ErrorKind::Unsupported, format!(
+                    "options ('{}') go on lower-case rules, not on the terminal '{name}' (as in llguidance): write `{}[{}]: {name}`",
+                    p.key,
+                    name.to_lowercase(),
+                    p.key
+                )));
+            }
             match p.key.as_str() {
-                // A capture names a part of the output; the language is the same.
-                "capture" if !terminal => {}
-                "lazy" | "max_tokens" | "stop" | "suffix" | "stop_capture" | "temperature" => {
+                "capture" | "stop_capture" => {}
+                "lazy" => lazy = true,
+                "suffix" => match &p.value {
+                    // An empty suffix changes nothing (llguidance's rule).
+                    Some(Item { atom: Atom::Lit { value, .. }, .. }) if value.is_empty() => {}
+                    Some(v) => suffix = Some(v),
+                    None => return Err(self.err(p.at, ErrorKind::Invalid, format!("'suffix' on '{name}' needs a value: a string, a /regex/ or a terminal name"))),
+                },
+                "stop" => {
                     return Err(self.err(p.at, ErrorKind::Unsupported, format!(
-                        "'{}' on '{name}' is not supported (lazy lexemes, stop/suffix, max_tokens and temperature change how the text is cut or sampled, which formcast's grammars do not express)",
+                        "'stop' on '{name}' is not supported: llguidance hides the stop text from the output by taking its tokens back, which formcast does not do; use suffix=... (the same lexeme, with the text kept in the output) or lazy"
+                    )))
+                }
+                "max_tokens" | "temperature" => {
+                    return Err(self.err(p.at, ErrorKind::Unsupported, format!(
+                        "'{}' on '{name}' is not supported: it changes how tokens are sampled, which a grammar does not express",
                         p.key
                     )))
                 }
                 other => return Err(self.err(p.at, ErrorKind::Unsupported, format!("unknown parameter '{other}' on '{name}'"))),
             }
         }
-        Ok(())
+        Ok(if lazy || suffix.is_some() { Cut::Lazy { suffix } } else { Cut::Plain })
+    }
+
+    /// `name[lazy]: ...` / `name[suffix=S]: ...`: the body (terminals only)
+    /// followed by the suffix is one lexeme that ends at its first match.
+    fn lazy_rule(&mut self, name: &str, body: &Alts, suffix: Option<&Item>, at: usize) -> Result<Expr> {
+        if self.opts.lexer == Lexer::ContextFree {
+            return Err(self.err(at, ErrorKind::Unsupported, format!(
+                "the lazy rule '{name}' needs llguidance's lexer (a lazy lexeme ends the lexemes going on beside it): compile with lexer=\"llguidance\""
+            )));
+        }
+        let owner = format!("the lazy rule '{name}'");
+        let mut e = self.term_alts(body, &owner)?;
+        if let Some(s) = suffix {
+            let tail = self.term_atom(s, &owner)?;
+            e = Expr::Seq(vec![e, tail]);
+        }
+        self.lexeme(Expr::lazy(e), Lexeme::Lazy, at)
     }
 
     // ---- terminals ----
@@ -481,11 +544,44 @@ impl<'t, 'o> Lowerer<'t, 'o> {
 
     // ---- rules ----
 
-    fn lexeme(&self, e: Expr) -> Expr {
+    /// A lexeme of text, after the skip: in place (read as context-free
+    /// text), or under [`Lexer::Llguidance`] as a lexeme rule of its own
+    /// (one per distinct lexeme), which the engine cuts as llguidance's
+    /// lexer does.
+    fn lexeme(&mut self, e: Expr, kind: Lexeme, at: usize) -> Result<Expr> {
+        let e = match self.opts.lexer {
+            Lexer::ContextFree => e,
+            Lexer::Llguidance => Expr::Rule(self.lexeme_rule(e, kind, at)?),
+        };
+        Ok(self.after_skip(e))
+    }
+
+    /// `e` (a lexeme) after the skip, when something is ignored.
+    fn after_skip(&self, e: Expr) -> Expr {
         match self.skip {
             Some(s) => Expr::Seq(vec![Expr::Rule(s), e]),
             None => e,
         }
+    }
+
+    /// The lexeme rule of `e`, made once. A lexeme is plain text in one
+    /// automaton: rules it refers to (a large terminal, a `%regex`) are
+    /// expanded in place.
+    fn lexeme_rule(&mut self, e: Expr, kind: Lexeme, at: usize) -> Result<RuleId> {
+        if let Some(&id) = self.lexeme_rules.get(&(e.clone(), kind)) {
+            return Ok(id);
+        }
+        let mut refs = Vec::new();
+        e.rule_refs(&mut refs);
+        let body = if refs.is_empty() || matches!(e, Expr::Avoiding { .. }) {
+            e.clone()
+        } else {
+            Expr::Avoiding { expr: Box::new(e.clone()), excludes: Vec::new(), lazy: false }
+        };
+        let id = self.push_rule(format!("%lexeme#{}", self.lexeme_rules.len()), body, false, at)?;
+        self.rules[id as usize].lexeme = Some(kind);
+        self.lexeme_rules.insert((e, kind), id);
+        Ok(id)
     }
 
     fn rule_alts(&mut self, alts: &Alts) -> Result<Expr> {
@@ -514,13 +610,13 @@ impl<'t, 'o> Lowerer<'t, 'o> {
             Atom::Opt(a) => Expr::optional(self.rule_alts(a)?),
             Atom::Tokens(spec) => {
                 let e = self.tokens(spec, at)?;
-                self.lexeme(e)
+                self.after_skip(e)
             }
             Atom::Json(schema) => self.json(schema, at)?,
             Atom::GrammarRef(name) => self.grammar_ref(name, at)?,
             _ => {
                 let e = self.term_atom(item, "a rule")?;
-                self.lexeme(e)
+                self.lexeme(e, Lexeme::Greedy, at)?
             }
         })
     }
@@ -667,6 +763,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
             body.remap_rules(&map);
             let mut rule = Rule::new(format!("{prefix}/{}", r.name), body);
             rule.inline = r.inline;
+            rule.lexeme = r.lexeme;
             self.rules.push(rule);
             self.own.push(false);
         }
@@ -944,12 +1041,31 @@ fn substitute(e: &mut Expr, skip: RuleId, body: &Expr) {
 
 #[cfg(test)]
 mod tests {
-    use crate::{parse_lark, LarkOptions};
-    use formcast_grammar::Expr;
+    use crate::{parse_lark, LarkOptions, Lexer};
+    use formcast_grammar::{Expr, Lexeme, Rule};
 
+    /// The rules of the context-free reading, where lexemes are in place.
     fn rules(text: &str) -> Vec<(String, Expr)> {
-        let g = parse_lark(text, &LarkOptions::default()).unwrap_or_else(|e| panic!("{e}")).grammar;
+        let g = parse_lark(text, &cf()).unwrap_or_else(|e| panic!("{e}")).grammar;
         g.rules.into_iter().map(|r| (r.name, r.body)).collect()
+    }
+
+    fn cf() -> LarkOptions<'static> {
+        LarkOptions { lexer: Lexer::ContextFree, ..Default::default() }
+    }
+
+    #[test]
+    fn lexemes_are_rules_of_their_own_made_once() {
+        let g = parse_lark("start: \"a\" A \"a\"\nA: /b+/\n%ignore \" \"", &LarkOptions::default()).unwrap().grammar;
+        let lexemes: Vec<&Rule> = g.rules.iter().filter(|r| r.lexeme.is_some()).collect();
+        // "a" (twice, one rule), A, and the ignored text.
+        assert_eq!(lexemes.len(), 3);
+        assert_eq!(lexemes.iter().filter(|r| r.lexeme == Some(Lexeme::Greedy)).count(), 2);
+        assert_eq!(lexemes.iter().filter(|r| r.lexeme == Some(Lexeme::Skip)).count(), 1);
+        let lazy = parse_lark("start: x\nx[lazy]: /[0-9]+/", &LarkOptions::default()).unwrap().grammar;
+        let r = lazy.rules.iter().find(|r| r.lexeme.is_some()).expect("a lexeme");
+        assert_eq!(r.lexeme, Some(Lexeme::Lazy));
+        assert!(matches!(r.body, Expr::Avoiding { lazy: true, .. }));
     }
 
     fn body(text: &str, name: &str) -> Expr {
@@ -970,7 +1086,7 @@ mod tests {
         // The root is the copy without the first skip.
         let first = body("start: \"a\" \"b\"\n%ignore \" \"", "start^first");
         assert_eq!(first, Expr::Seq(vec![Expr::literal("a"), Expr::Seq(vec![skip, Expr::literal("b")])]));
-        let g = parse_lark("start: \"a\" \"b\"\n%ignore \" \"", &LarkOptions::default()).unwrap().grammar;
+        let g = parse_lark("start: \"a\" \"b\"\n%ignore \" \"", &cf()).unwrap().grammar;
         assert_eq!(g.rules[g.root as usize].name, "start^root");
     }
 

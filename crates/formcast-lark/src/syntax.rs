@@ -69,6 +69,9 @@ pub struct Alts {
 pub struct Param {
     pub key: String,
     pub at: usize,
+    /// A string, regex or name after `=` (`suffix="<end>"`); other values
+    /// (`max_tokens=3`) are skipped.
+    pub value: Option<Item>,
 }
 
 #[derive(Debug, Clone)]
@@ -333,7 +336,8 @@ impl<'a> Parser<'a> {
         Ok(Stmt::Def { name, at, terminal, params, body })
     }
 
-    /// `[lazy, max_tokens=3, capture="x"]`: the keys, values skipped.
+    /// `[lazy, max_tokens=3, capture="x", suffix=/.../]`: the keys, and the
+    /// values that are strings, regexes or names.
     fn params(&mut self) -> Result<Vec<Param>, LarkError> {
         let open = self.pos;
         self.pos += 1;
@@ -346,17 +350,17 @@ impl<'a> Parser<'a> {
             }
             let at = self.pos;
             let key = self.name().ok_or_else(|| self.syntax(at, format!("expected a parameter name, found {}", self.found())))?;
-            out.push(Param { key: key.to_string(), at });
+            let key = key.to_string();
+            let mut value = None;
             self.skip(false);
             if self.peek() == Some('=') {
                 self.pos += 1;
                 self.skip(false);
                 match self.peek() {
-                    Some('"') => {
-                        self.string()?;
-                    }
-                    Some('/') => {
-                        self.regex()?;
+                    Some(c) if c == '"' || c == '/' || is_name_start(c) => {
+                        let v_at = self.pos;
+                        let atom = self.atom(MAX_NESTING_DEPTH)?;
+                        value = Some(Item { atom, at: v_at, ops: Vec::new() });
                     }
                     _ => {
                         let n = self.rest().find([',', ']', '\n']).unwrap_or(self.rest().len());
@@ -365,6 +369,7 @@ impl<'a> Parser<'a> {
                 }
                 self.skip(false);
             }
+            out.push(Param { key, at, value });
             match self.peek() {
                 Some(',') => self.pos += 1,
                 Some(']') => {}

@@ -32,15 +32,23 @@ fn lark_err(py: Python<'_>, e: fl::LarkError) -> PyErr {
 /// (`<|eot_id|>`) resolve through `tokenizer`: the special token with that
 /// text, else the first token with exactly that text. `named` lists the
 /// grammars `@name` refers to, as `(name, lark_text_or_grammar)` pairs.
+/// `lexer` is `"llguidance"` (greedy and lazy lexemes, as llguidance
+/// cuts them) or `"context_free"` (any split into lexemes counts).
 #[pyfunction]
-#[pyo3(signature = (text, tokenizer=None, named=Vec::new(), *, time_budget_ms=10_000))]
+#[pyo3(signature = (text, tokenizer=None, named=Vec::new(), *, time_budget_ms=10_000, lexer="llguidance"))]
 pub fn grammar_from_lark(
     py: Python<'_>,
     text: &str,
     tokenizer: Option<&TokenizerInfo>,
     named: Vec<(String, Bound<'_, PyAny>)>,
     time_budget_ms: u64,
+    lexer: &str,
 ) -> PyResult<(Grammar, Vec<String>)> {
+    let lexer = match lexer {
+        "llguidance" => fl::Lexer::Llguidance,
+        "context_free" => fl::Lexer::ContextFree,
+        other => return Err(pyo3::exceptions::PyValueError::new_err(format!("lexer must be \"llguidance\" or \"context_free\", not {other:?}"))),
+    };
     let mut grammars = Vec::with_capacity(named.len());
     for (name, value) in named {
         let g = if let Ok(s) = value.extract::<String>() {
@@ -62,7 +70,7 @@ pub fn grammar_from_lark(
                 (Some(r), Some(v)) => Some(fl::Tokens { resolve: r, vocab_size: v.tokens.len() as u32 }),
                 _ => None,
             };
-            let opts = fl::LarkOptions { tokens, named: grammars, json_time_budget_ms: time_budget_ms, ..Default::default() };
+            let opts = fl::LarkOptions { tokens, named: grammars, json_time_budget_ms: time_budget_ms, lexer, ..Default::default() };
             fl::parse_lark(&text, &opts)
         });
         let g = out.map_err(|e| lark_err(py, e))?;
