@@ -11,6 +11,9 @@
 #                      option, compiled and matched
 #   structural_tag     generated structural tags (every format type, nested),
 #                      compiled and matched
+#   lark               Lark text on raw bytes (seeds and dict), both readings,
+#                      compiled and matched; llguidance's reading's masks
+#                      checked token by token against acceptance
 # The structure-aware targets run their inputs on a 2 MiB stack. Then the
 # Python target, fuzz/python/fuzz_styles.py: hypothesis-generated tool
 # requests for every built-in style, through structural_tag_for, compile and
@@ -48,6 +51,7 @@ for target in $(cargo fuzz list); do
     case "$target" in
         ebnf) seeds=("$root/tests/data/gbnf") ;;
         regex) seeds=("seeds/regex") ;;
+        lark) seeds=("seeds/lark") ;;
         # Generated documents grow with the input: full length from the start.
         json_schema | structural_tag) extra=("-len_control=0") ;;
     esac
