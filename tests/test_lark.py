@@ -198,6 +198,27 @@ def test_doc_identifier_and_recursion(compiler):
     )
     # "digits will match 123 but also 1 2 3" (a lower-case rule: lexemes).
     check(compiler, "start: digits\ndigits: /[0-9]/+\n%ignore \" \"", ["123", "1 2 3", "1 23"], [" 1"])
+
+
+def test_doc_lazy_lexemes(compiler):
+    # "given a string foo<end>bar<end>, they will all match just the prefix
+    # foo<end>" (captures change nothing in the language).
+    rules = {
+        "outer_suffix": 'with_suffix[capture, suffix="<end>"]: /.*/\nouter_suffix[capture]: with_suffix',
+        "outer_lazy": "with_lazy[capture, lazy]: /.*<end>/\nouter_lazy[capture]: with_lazy",
+    }
+    for name, body in rules.items():
+        check(compiler, f"start: {name}\n{body}", ["foo<end>"], ["foo<end>bar<end>", "foo"])
+        check(compiler, f'start: {name} "bar<end>"\n{body}', ["foo<end>bar<end>"], [])
+    # with_stop hides "<end>" from the output by taking its tokens back.
+    with pytest.raises(fc.GrammarError, match="'stop'"):
+        compiler.compile_lark('start: with_stop\nwith_stop[capture, stop="<end>"]: /.*/')
+    # "foo[lazy]: /[0-9]+/ will only match a single digit".
+    check(compiler, "start: foo\nfoo[lazy]: /[0-9]+/", ["7"], ["72"])
+    # "foo[lazy]: /.*/ will match only the empty string": llguidance 1.9.1
+    # takes one character too (the empty match does not end a lexeme), and
+    # so does formcast.
+    check(compiler, "start: foo\nfoo[lazy]: /.*/", ["", "x"], ["xy"])
     check(compiler, "start: DIGITS\nDIGITS: /[0-9]/+\n%ignore \" \"", ["123"], ["1 2"])
 
 
