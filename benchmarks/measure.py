@@ -64,6 +64,15 @@ def drive(eng, matcher, mask, words, token_ids, decode, n_text):
     return result(True, stop_allowed)
 
 
+def current_rss_bytes():
+    """The process's resident set now (Linux), else None."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def check_warm_against_cold(cold, warm):
     """Masks must not depend on what was cached before."""
     for i, (a, b) in enumerate(zip(cold["digests"], warm["digests"])):
@@ -100,6 +109,7 @@ def run(Engine, workload, token_ids, tokenizer_path, warm_passes=1, warm_budget_
     # GC pauses would land at random in someone's p99; keep them out.
     gc.collect()
     gc.disable()
+    rss_before = current_rss_bytes()
     try:
         t0 = time.perf_counter_ns()
         try:
@@ -123,6 +133,14 @@ def run(Engine, workload, token_ids, tokenizer_path, warm_passes=1, warm_budget_
         gc.enable()
 
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024  # whole process
+    # Memory per compiled grammar, once its document's masks are done (its
+    # lazily built parts included): what the engine counts, where it
+    # counts (formcast, xgrammar), and for every engine how much the
+    # process grew from before the compile (allocator caching included).
+    if hasattr(eng, "grammar_bytes"):
+        out["grammar_bytes"] = eng.grammar_bytes(compiled)
+    if rss_before is not None:
+        out["rss_growth_bytes"] = max(0, current_rss_bytes() - rss_before)
     failures = cold["failures"] + [f for p in warm for f in p["failures"]]
     if failures:
         f = failures[0]

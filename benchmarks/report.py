@@ -113,6 +113,13 @@ def workload_table(workload, n_tokens, results):
     agree = agreement(rs)
     if agree:
         lines.append(agree)
+    mem = [(r["engine"], r.get("grammar_bytes"), r.get("rss_growth_bytes")) for r in rs
+           if r.get("grammar_bytes") is not None or r.get("rss_growth_bytes") is not None]
+    if mem:
+        def kib(b):
+            return "—" if b is None else f"{b / 1024:,.0f} KiB"
+        lines.append("memory per compiled grammar after its document (engine's count / process growth): "
+                     + "; ".join(f"{e} {kib(g)} / {kib(rss)}" for e, g, rss in mem))
 
     fc = next((r for r in rs if r["engine"] == "formcast" and r["status"] in ("ok", "incorrect")), None)
     peers = [r for r in rs if r["engine"] != "formcast"]

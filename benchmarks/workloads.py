@@ -288,13 +288,10 @@ order_id,customer,email,city,order_date,amount,discount,note
 
 
 # --- L1: a SQL subset written in Lark (whitespace through %ignore) ---------
-# Native Lark, compiled by formcast's Lark front-end (Grammar.from_lark) and
-# by llguidance's. Keywords are upper case and names lower case, so
-# llguidance's greedy lexer and formcast's reading of the grammar as a
-# context-free language cut the document into the same lexemes. The document
-# ends with its last lexeme: llguidance would also take trailing whitespace
-# there (another statement could follow), formcast never takes skipped text
-# after the last lexeme.
+# Native Lark, compiled by formcast's Lark front-end (Grammar.from_lark, which
+# cuts lexemes as llguidance's greedy lexer does) and by llguidance's; the
+# masks agree at every step. Keywords are upper case and names lower case,
+# so a context-free reading (xgrammar's) cuts the document alike too.
 
 SQL_LARK = r"""
 start: statement (";" statement)* ";"

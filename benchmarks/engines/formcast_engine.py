@@ -43,6 +43,10 @@ class Engine:
     def new_matcher(self, compiled, previous=None):
         return fc.GrammarMatcher(compiled)
 
+    def grammar_bytes(self, compiled):
+        # The automaton, the partitions and mask cache built so far.
+        return compiled.memory_bytes
+
     def new_bitmask(self):
         mask = fc.allocate_token_bitmask(1, self.vocab_size)
         return mask, mask[0]

@@ -52,6 +52,10 @@ class Engine:
     def new_matcher(self, compiled, previous=None):
         return xgr.GrammarMatcher(compiled)
 
+    def grammar_bytes(self, compiled):
+        # Its precomputed masks and the grammar (xgrammar's own count).
+        return compiled.memory_size_bytes
+
     def new_bitmask(self):
         mask = xgr.allocate_token_bitmask(1, self.vocab_size)  # torch int32, CPU
         return mask, mask.numpy()[0]  # numpy view shares the memory
