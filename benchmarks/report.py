@@ -119,7 +119,9 @@ def workload_table(workload, n_tokens, results):
         def kib(b):
             return "—" if b is None else f"{b / 1024:,.0f} KiB"
         lines.append("memory per compiled grammar after its document (engine's count / process growth): "
-                     + "; ".join(f"{e} {kib(g)} / {kib(rss)}" for e, g, rss in mem))
+                     + "; ".join(f"{e} {kib(g)} / {kib(rss)}" for e, g, rss in mem)
+                     + ("  [formcast's growth includes its touched heap reserve, 32 MiB once per process]"
+                        if any(e == "formcast" for e, _, _ in mem) else ""))
 
     fc = next((r for r in rs if r["engine"] == "formcast" and r["status"] in ("ok", "incorrect")), None)
     peers = [r for r in rs if r["engine"] != "formcast"]
