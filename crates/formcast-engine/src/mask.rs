@@ -465,7 +465,7 @@ impl MaskWalker {
                     bits.or_with(&all.words);
                 }
             }
-            if !a.flag(it.state, flags::BYTES) || groups.get(k).is_some_and(|&(g, alone)| g != u32::MAX && !alone) {
+            if !a.flag(it.state, flags::BYTES) || groups.get(k).is_some_and(|&(grp, alone)| grp != u32::MAX && !alone) {
                 continue;
             }
             let part = g.partition(it.state);
@@ -692,10 +692,10 @@ fn byte_groups(a: &Automaton, items: &[Item]) -> Vec<(u32, bool)> {
         i
     }
     // Items by first byte: each byte joins the items that move on it.
-    for b in 0..256usize {
+    for b in 0..=255u8 {
         let mut first: Option<u32> = None;
         for (i, f) in firsts.iter().enumerate() {
-            if f[b / 64] >> (b % 64) & 1 != 0 {
+            if has_byte(f, b) {
                 match first {
                     None => first = Some(i as u32),
                     Some(j) => {
