@@ -4,7 +4,10 @@
 //!             ∪ for every item: partition(item.state).accept
 //!                               ∪ walk of each frontier subtree with the item's continuation
 //!             ∪ stop tokens, when the start rule can finish.
-//! Items are independent alternatives, so the union over items is exact.
+//! Items are independent alternatives, so the union over items is exact —
+//! except in a grammar with lexemes, where items whose first bytes meet
+//! may cut one another: those are walked together (see
+//! [`MaskWalker::compute`]).
 
 use std::sync::Arc;
 
