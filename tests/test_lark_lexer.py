@@ -282,11 +282,13 @@ def test_lexed_lark_matches_the_reference(rules, randoms, rng):
 
 # ---- masks ----
 
-# Every string over the alphabet up to three characters, and a few longer.
+# Every string over the alphabet up to three characters, a few longer, and
+# every printable ASCII character (the punctuation of the grammars below).
 _WORDS = [""]
 for _ in range(3):
     _WORDS = _WORDS + [w + c for w in _WORDS for c in ALPHABET]
-MULTI = fc.TokenizerInfo.from_vocab(sorted({w.encode() for w in _WORDS if w} | {b"abcab", b"cc", b" "}))
+_PRINTABLE = {bytes([b]) for b in range(0x20, 0x7F)} | {b"\n", b"+(", b")+", b" c", b"a+", b'")', b'"+'}
+MULTI = fc.TokenizerInfo.from_vocab(sorted({w.encode() for w in _WORDS if w} | {b"abcab", b"cc"} | _PRINTABLE))
 MULTI_COMPILER = fc.GrammarCompiler(MULTI)
 
 
@@ -314,6 +316,12 @@ CUTTING = [
     ('start: w (" " w)*\nw: /[abc]+/ | "ab" "c"', "abc ab"),
     ('start: "a" "b"\n%ignore /[ c]+/', "a cc b"),
     ('start: "a"+\n%ignore /[ c]+/', "a a cc "),
+    # left recursion: continuations waiting on one another, hashed together
+    ('start: e\ne: e "+" t | t\nt: t "*" A | A\nA: /[abc]+/\n%ignore " "', "ab + c * a+b*c"),
+    ('start: e\ne: e "+" t | t\nt: "(" e ")" | A\nA: /[ab]+/', "a+(a)+(b+(ab))"),
+    # inside a string the sets at top level and in parentheses look alike;
+    # a token closing the string tells them apart
+    ('start: e\ne: e "+" t | t\nt: "(" e ")" | S\nS: /"[ab]*"/', '"ab"+("ab")+(("a"))'),
 ]
 
 

@@ -270,7 +270,7 @@ pub fn closure(
                 ws.dedup();
             }
         }
-        let hashes = if a.lex.is_empty() { None } else { waiter_hashes(arena, &sc.pred_rules, &sc.waiters) };
+        let hashes = (!a.lex.is_empty()).then(|| waiter_hashes(arena, &sc.pred_rules, &sc.waiters));
         for (i, &r) in sc.pred_rules.iter().enumerate() {
             let start = arena.items.len() as u32;
             let ws = &sc.waiters[i];
@@ -294,52 +294,96 @@ pub fn closure(
 
 /// The hashes of the continuations of the rules `preds` predicted in one
 /// closure, by their waiters (`waiters[i]`, sorted; a waiter's
-/// continuation may be one of these), or `None` when they wait on one
-/// another in a cycle (left recursion).
+/// continuation may be one of these).
 ///
 /// In a grammar with lexemes every lexeme is a called rule, and hashing a
 /// continuation by the closure's seeds would make it depend on the lexemes
 /// before it, each hashed by the ones before that: no two positions would
 /// share a mask. By its waiters, a continuation is known by what it
 /// resumes, as in a grammar whose lexemes are in place.
-fn waiter_hashes(arena: &Arena, preds: &[RuleId], waiters: &[Vec<(StateId, u32)>]) -> Option<Vec<u128>> {
-    const TODO: u128 = 0;
-    const BUSY: u128 = 1;
-    let mut h = vec![TODO; preds.len()];
-    for root in 0..preds.len() {
-        if h[root] != TODO {
+///
+/// Continuations that wait on one another in a cycle (left recursion) are
+/// hashed together: each member's waiters, with the members written as
+/// their rules (a rule is predicted once per closure), make the cycle's
+/// hash, and each member is the cycle's hash and its rule. Equal cycles
+/// have equal futures. Strongly connected components come from Tarjan's
+/// algorithm, run with an explicit stack.
+fn waiter_hashes(arena: &Arena, preds: &[RuleId], waiters: &[Vec<(StateId, u32)>]) -> Vec<u128> {
+    const UNSEEN: u32 = u32::MAX;
+    let n = preds.len();
+    let pred_of = |c: u32| (c & PRED_BIT != 0).then_some((c & !PRED_BIT) as usize);
+    let mut h = vec![0u128; n];
+    let mut index = vec![UNSEEN; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut members: Vec<usize> = Vec::new();
+    let mut next_index = 0u32;
+    for root in 0..n {
+        if index[root] != UNSEEN {
             continue;
         }
-        // Depth first over waiters predicted here; a waiter met busy is a cycle.
-        let mut stack: Vec<(usize, usize)> = vec![(root, 0)];
-        h[root] = BUSY;
-        while let Some(&mut (i, ref mut k)) = stack.last_mut() {
+        let mut calls: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        members.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (i, ref mut k)) = calls.last_mut() {
             if let Some(&(_, c)) = waiters[i].get(*k) {
                 *k += 1;
-                if c & PRED_BIT != 0 {
-                    let j = (c & !PRED_BIT) as usize;
-                    match h[j] {
-                        TODO => {
-                            h[j] = BUSY;
-                            stack.push((j, 0));
-                        }
-                        BUSY => return None,
-                        _ => {}
+                if let Some(j) = pred_of(c) {
+                    if index[j] == UNSEEN {
+                        index[j] = next_index;
+                        low[j] = next_index;
+                        next_index += 1;
+                        members.push(j);
+                        on_stack[j] = true;
+                        calls.push((j, 0));
+                    } else if on_stack[j] {
+                        low[i] = low[i].min(index[j]);
                     }
                 }
                 continue;
             }
-            let mut x: u128 = 0x6c65_7865_6d65_0000 ^ preds[i] as u128;
-            for &(s, c) in &waiters[i] {
-                let ch = if c & PRED_BIT != 0 { h[(c & !PRED_BIT) as usize] } else { arena.hash(c) };
-                x = x.wrapping_add(mix_item(0x1234_5678, s, ch));
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent] = low[parent].min(low[i]);
             }
-            // Never one of the markers.
-            h[i] = mix(x, 0x7761_6974) | 2;
-            stack.pop();
+            if low[i] != index[i] {
+                continue;
+            }
+            // `i` roots a component: its members are on top of the stack,
+            // and every continuation they wait on outside it is hashed.
+            let from = members.iter().rposition(|&m| m == i).expect("the root is on the stack");
+            let component: Vec<usize> = members.drain(from..).collect();
+            for &m in &component {
+                on_stack[m] = false;
+            }
+            let inside = |j: usize| component.contains(&j);
+            let digest = |m: usize| -> u128 {
+                let mut x: u128 = 0x6c65_7865_6d65_0000 ^ preds[m] as u128;
+                for &(s, c) in &waiters[m] {
+                    let ch = match pred_of(c) {
+                        Some(j) if inside(j) => mix(0x6379_636c_6500, preds[j] as u64),
+                        Some(j) => h[j],
+                        None => arena.hash(c),
+                    };
+                    x = x.wrapping_add(mix_item(0x1234_5678, s, ch));
+                }
+                mix(x, 0x7761_6974)
+            };
+            let cyclic = component.len() > 1 || waiters[i].iter().any(|&(_, c)| pred_of(c) == Some(i));
+            if !cyclic {
+                h[i] = digest(i);
+                continue;
+            }
+            let whole = component.iter().fold(0x6379_636c_6500_0000u128, |acc, &m| acc.wrapping_add(digest(m)));
+            for &m in &component {
+                h[m] = mix(whole, preds[m] as u64);
+            }
         }
     }
-    Some(h)
+    h
 }
 
 /// Items reached from `items` by consuming byte `b` (before closure).
