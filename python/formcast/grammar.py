@@ -254,8 +254,7 @@ class Grammar:
           their first match and end the lexemes going on beside them;
         * ``"context_free"``, as xgrammar reads Lark: any split of the text
           into lexemes counts (``aab`` above is accepted); lazy lexemes are
-          an error. Masks are faster to compute: items do not depend on
-          each other.
+          an error.
 
         What formcast does not honour exactly (priorities, templates,
         ``%declare``/``%override``, ``stop`` (llguidance takes the stop
