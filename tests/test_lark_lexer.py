@@ -4,7 +4,8 @@ text, checked three ways:
 
 * accept/reject pairs whose answers were measured with llguidance 1.9.1
   (`LLMatcher` over Llama-3 tokens) — its documentation's examples among
-  them;
+  them — and 3,200 more on seeded random grammars
+  (tests/data/lark_llguidance_answers.json);
 * a property test against a reference written here: an Earley parser over
   lexemes fed by a greedy lexer, as llguidance's documentation describes
   its lexer;
@@ -16,6 +17,9 @@ text, checked three ways:
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from conftest import accepted_by_parser, mask_row_bits
@@ -24,6 +28,8 @@ from hypothesis import strategies as st
 from test_lark import ALPHABET, BYTE_COMPILER, accepts, grammars, sample, to_lark
 
 import formcast as fc
+
+DATA = Path(__file__).parent / "data"
 
 # (grammar, text, accepted by llguidance 1.9.1)
 PEER_PAIRS = [
@@ -154,6 +160,25 @@ def test_lazy_needs_the_lexer(text, needle):
 def test_unknown_lexer_is_refused():
     with pytest.raises(ValueError, match="lexer must be"):
         fc.Grammar.from_lark('start: "a"', lexer="greedy")
+
+
+def test_random_grammars_answer_as_llguidance():
+    """400 seeded random grammars (regex and string terminals, repetition,
+    %ignore, lazy rules) and 3,200 texts, answered by llguidance 1.9.1
+    (scripts/lark_peer_answers.py). A grammar whose language is empty is an
+    error here; llguidance compiles it and refuses every text."""
+    data = json.loads((DATA / "lark_llguidance_answers.json").read_text(encoding="utf-8"))
+    assert len(data["grammars"]) == 400
+    wrong = []
+    for g in data["grammars"]:
+        try:
+            compiled = BYTE_COMPILER.compile(fc.Grammar.from_lark(g["lark"]))
+        except fc.GrammarError as e:
+            assert "language is empty" in str(e), (g["lark"], e)
+            assert not any(ok for _, ok in g["texts"]), g["lark"]
+            continue
+        wrong += [(g["lark"], s, ok) for s, ok in g["texts"] if accepts(compiled, s) is not ok]
+    assert not wrong, wrong[:3]
 
 
 # ---- a reference: an Earley parser over lexemes, fed by a greedy lexer ----
