@@ -128,3 +128,44 @@ def test_no_text_completion_is_none(compiler, smollm2):
     assert m.accept_string("a")
     assert m.shortest_completion_length() is None
     assert m.find_shortest_completion() is None
+
+
+def _ambiguous_nested_tags() -> dict:
+    """A structural tag the fuzzer found (tags within tags, seven nested
+    unbounded repeats): its shortest completion is 2,330 bytes long, and
+    every step's closures visit hundreds of thousands of parser items."""
+    tc = "</tool_call>"
+
+    def tws(tag, sep):
+        return {"type": "tags_with_separator", "tags": [tag], "separator": sep, "at_least_one": True, "stop_after_first": True}
+
+    def tag(begin, content, end):
+        return {"type": "tag", "begin": begin, "content": content, "end": end}
+
+    def rep(content):
+        return {"type": "repeat", "min": 3, "max": -1, "content": content}
+
+    inner = {"type": "const_string", "value": "abc"}
+    for _ in range(6):
+        inner = rep(inner)
+    first = tws(tag(tc, inner, "abc"), "abc")
+    for end in [tc, tc, "<|sep|>", tc, tc]:
+        first = tws(tag(tc, first, end), "abc")
+    second = {"type": "const_string", "value": tc}
+    for _ in range(5):
+        second = tws(tag(tc, second, tc), tc)
+    for _ in range(7):
+        second = rep(second)
+    tags = [tag("x", first, tc), tag("abc", second, "abc")]
+    return {"type": "structural_tag", "format": {"type": "tags_with_separator", "tags": tags, "separator": tc, "at_least_one": True, "stop_after_first": True}}
+
+
+def test_a_completion_past_its_work_bound_is_a_limit_error():
+    """A completion bounds the parser items its closures visit (it took 40 s
+    here): past the bound it is a LimitError, and the matcher is as before."""
+    vocab = fc.TokenizerInfo.from_vocab([bytes([i]) for i in range(256)] + [b"<tool_call>", b"</tool_call>", b"<|sep|>"])
+    m = fc.GrammarMatcher(fc.GrammarCompiler(vocab).compile_structural_tag(_ambiguous_nested_tags()))
+    assert m.shortest_completion_length() == 2330
+    with pytest.raises(fc.LimitError, match="too ambiguous here to complete"):
+        m.find_shortest_completion(4096)
+    assert m.accept_string("x</tool_call>")

@@ -31,7 +31,7 @@ from typing import Any, Callable, Optional, Sequence
 
 import numpy as np
 
-from .. import FormcastError, GrammarMatcher, allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask_batch
+from .. import FormcastError, GrammarMatcher, LimitError, allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask_batch
 from ..runtime import ModelRuntime, SequenceFeed
 
 log = logging.getLogger("formcast.server")
@@ -572,7 +572,11 @@ class Engine:
         n = m.shortest_completion_length()
         if n is None or n < left:
             return False
-        completion = m.find_shortest_completion(max(n, 1))
+        try:
+            completion = m.find_shortest_completion(max(n, 1))
+        except LimitError:
+            # Too ambiguous to complete within the engine's bound: sample on.
+            return False
         if completion is None:  # pragma: no cover - n says there is one
             return False
         ids = self._completion_ids(m, completion)  # accepted by m when not None
