@@ -190,7 +190,7 @@ pub fn set_cost_memo(dist: &[u32], arena: &Arena, items: &[Item], can_end: bool,
 /// Each step tries a byte of every class some item scans, so a long
 /// completion through nested repeats of nullable text (a structural tag of
 /// seven nested unbounded repeats) ran 4,096 steps of closures of hundreds
-/// of thousands of items: 40 s (about 0.2 s with this bound). Every
+/// of thousands of items: 40 s (0.1 s to the error with this bound). Every
 /// completion in the tests (dev-set answers, a document with every JSON
 /// value kind) stays under 100,000.
 pub const MAX_COMPLETION_ITEMS: usize = 500_000;
