@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-# A symbol is ("t", frozenset_of_bytes) or ("n", rule_name).
+# A symbol is ("t", frozenset_of_bytes) or ("n", rule_name); `shift` takes
+# terminals of any content.
 Symbol = tuple
 Item = tuple  # (lhs, alt_index, dot, origin)
 
@@ -69,12 +70,33 @@ class Earley:
         return done
 
     def _step(self, items: set, byte: int, pos: int) -> set:
+        return self._scan(items, lambda terminal: byte in terminal[1], pos)
+
+    def _scan(self, items: set, takes, pos: int) -> set:
         scanned = set()
         for (lhs, alt, dot, origin) in items:
             body = self.rules[lhs][alt]
-            if dot < len(body) and body[dot][0] == "t" and byte in body[dot][1]:
+            if dot < len(body) and body[dot][0] == "t" and takes(body[dot]):
                 scanned.add((lhs, alt, dot + 1, origin))
         return self._close(scanned, pos) if scanned else set()
+
+    def next_terminals(self) -> set:
+        """The terminals some item of the last chart set expects next."""
+        out = set()
+        for (lhs, alt, dot, _) in self.chart[-1]:
+            body = self.rules[lhs][alt]
+            if dot < len(body) and body[dot][0] == "t":
+                out.add(body[dot])
+        return out
+
+    def shift(self, terminals: set) -> bool:
+        """Moves past one of `terminals` (whole symbols, not bytes: a caller
+        may read its own tokens, lexemes say, instead of bytes); False (and
+        no change) when no item expects one."""
+        nxt = self._scan(self.chart[-1], lambda terminal: terminal in terminals, len(self.chart))
+        if nxt:
+            self.chart.append(nxt)
+        return bool(nxt)
 
     def feed(self, data: bytes) -> bool:
         """Consumes bytes; False (and no change) when they are not viable."""

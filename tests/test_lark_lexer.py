@@ -25,6 +25,7 @@ import pytest
 from conftest import accepted_by_parser, mask_row_bits
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from oracle import Earley
 from test_lark import ALPHABET, BYTE_COMPILER, accepts, grammars, sample, to_lark
 
 import formcast as fc
@@ -193,90 +194,59 @@ def _leaf_strings(e) -> frozenset[str]:
 
 
 def _productions(rules):
-    """The grammar over lexemes: nonterminal -> alternatives (tuples of
-    symbols, ("N", name) or ("T", the lexeme's strings))."""
-    prods: dict[str, list[tuple]] = {}
+    """The grammar over lexemes for the oracle's Earley parser: rule name ->
+    alternatives (lists of symbols, ("n", name) or ("t", the lexeme's
+    strings))."""
+    prods: dict[str, list[list]] = {}
     fresh = iter(range(1_000_000))
 
     def sym(e):
         kind = e[0]
         if kind in ("lit", "cls", "range"):
-            return ("T", _leaf_strings(e))
+            return ("t", _leaf_strings(e))
         if kind == "ref":
-            return ("N", f"r{e[1]}")
+            return ("n", f"r{e[1]}")
         n = f"_{next(fresh)}"
         if kind == "seq":
-            prods[n] = [tuple(sym(x) for x in e[1])]
+            prods[n] = [[sym(x) for x in e[1]]]
         elif kind == "alt":
-            prods[n] = [(sym(x),) for x in e[1]]
+            prods[n] = [[sym(x)] for x in e[1]]
         else:
             op = e[2]
             lo, hi = {"?": (0, 1), "*": (0, None), "+": (1, None)}[op] if isinstance(op, str) else op
             x = sym(e[1])
             if hi is None:
                 star = f"_{next(fresh)}"
-                prods[star] = [(x, ("N", star)), ()]
-                prods[n] = [(x,) * lo + (("N", star),)]
+                prods[star] = [[x, ("n", star)], []]
+                prods[n] = [[x] * lo + [("n", star)]]
             else:
-                prods[n] = [(x,) * k for k in range(lo, hi + 1)]
-        return ("N", n)
+                prods[n] = [[x] * k for k in range(lo, hi + 1)]
+        return ("n", n)
 
     for i, e in enumerate(rules):
-        prods[f"r{i}"] = [(sym(e),)]
-    prods["S"] = [(("N", "r0"),)]
+        prods[f"r{i}"] = [[sym(e)]]
     return prods
-
-
-def _closure(prods, seeds, k, sets):
-    s = set(seeds)
-    agenda = list(seeds)
-    while agenda:
-        lhs, alt, dot, origin = agenda.pop()
-        rhs = prods[lhs][alt]
-        new = []
-        if dot < len(rhs):
-            sym = rhs[dot]
-            if sym[0] == "N":
-                new += [(sym[1], j, 0, k) for j in range(len(prods[sym[1]]))]
-                # A rule already finished empty here steps over.
-                if any(d[0] == sym[1] and d[3] == k and d[2] == len(prods[d[0]][d[1]]) for d in s):
-                    new.append((lhs, alt, dot + 1, origin))
-        else:
-            waiting = s if origin == k else sets[origin]
-            for wl, wa, wd, wo in list(waiting):
-                wr = prods[wl][wa]
-                if wd < len(wr) and wr[wd] == ("N", lhs):
-                    new.append((wl, wa, wd + 1, wo))
-        for it in new:
-            if it not in s:
-                s.add(it)
-                agenda.append(it)
-    return s
 
 
 def llguidance_accepts(rules, text: str) -> bool:
     """llguidance's reading: at each lexeme boundary the lexemes the parser
     allows are matched together; the lexeme ends where none of them can
     take the next character, and every allowed lexeme matching exactly
-    that text is passed to the parser (no backtracking)."""
-    prods = _productions(rules)
-    sets = [_closure(prods, {("S", 0, 0, 0)}, 0, [])]
+    that text is passed to the parser (no backtracking). The parser is the
+    oracle's Earley recognizer, shifted by lexemes instead of bytes."""
+    parser = Earley(_productions(rules), "r0")
     p = 0
-    while True:
-        cur = sets[-1]
-        if p == len(text):
-            return ("S", 0, 1, 0) in cur
-        allowed = {prods[l][a][d] for l, a, d, _ in cur if d < len(prods[l][a]) and prods[l][a][d][0] == "T"}
+    while p < len(text):
+        allowed = parser.next_terminals()
         n = 0
         while p + n < len(text) and any(w.startswith(text[p : p + n + 1]) for t in allowed for w in t[1]):
             n += 1
         piece = text[p : p + n]
         emitted = {t for t in allowed if piece in t[1]}
-        if n == 0 or not emitted:
+        if n == 0 or not parser.shift(emitted):
             return False
-        seeds = {(l, a, d + 1, o) for l, a, d, o in cur if d < len(prods[l][a]) and prods[l][a][d] in emitted}
-        sets.append(_closure(prods, seeds, len(sets), sets))
         p += n
+    return parser.can_end()
 
 
 def test_reference_reads_the_peer_pairs_alike():

@@ -897,43 +897,23 @@ impl<'a> NfaBuilder<'a> {
         if nfa.iter().any(|n| n.tick.is_some() || !n.calls.is_empty()) {
             return Err(EngineError::Grammar("a lazy lexeme must be plain text (no token budgets or rule calls inside it)".into()));
         }
-        // Empty-move closure, marking members with a fresh stamp per call.
-        let mut mark = vec![0u32; nfa.len()];
-        let mut stamp = 0u32;
-        let mut closure = |seeds: &[u32]| -> Vec<u32> {
-            stamp += 1;
-            let mut out = Vec::new();
-            let mut stack: Vec<u32> = Vec::new();
-            for &s in seeds {
-                if mark[s as usize] != stamp {
-                    mark[s as usize] = stamp;
-                    stack.push(s);
-                }
-            }
-            while let Some(s) = stack.pop() {
-                out.push(s);
-                for &t in &nfa[s as usize].eps {
-                    if mark[t as usize] != stamp {
-                        mark[t as usize] = stamp;
-                        stack.push(t);
-                    }
-                }
-            }
-            out.sort_unstable();
-            out
-        };
+        // Subsets hold only the states that matter (input moves, or `s1`),
+        // as in rule determinization.
+        let mut closer = Closer::new(nfa, s1);
+        let mut closed = Vec::new();
         // (members, scanner state, first subset)
         type Key = (Vec<u32>, u32, bool);
         let mut ids: FxHashMap<Key, u32> = FxHashMap::default();
         let mut queue: Vec<(Key, u32)> = Vec::new();
-        let mut members = 0usize;
-        let first: Key = (closure(&[s0]), 0, true);
+        closer.close([s0], &mut closed);
+        let mut members = closed.len();
+        let first: Key = (closed.clone(), 0, true);
         let start = self.new_state()?;
         self.states[from as usize].eps.push(start);
-        members += first.0.len();
         ids.insert(first.clone(), start);
         queue.push((first, start));
         let mut per_byte: Vec<Vec<u32>> = vec![Vec::new(); 256];
+        let mut edges: Vec<(u8, u8, u32)> = Vec::new();
         while let Some(((set, q, is_first), me)) = queue.pop() {
             let accepting = set.binary_search(&s1).is_ok();
             if accepting {
@@ -952,30 +932,23 @@ impl<'a> NfaBuilder<'a> {
                     }
                 }
             }
-            // Consecutive bytes usually share their moves: the closure and
-            // the run of edges are both carried over.
-            let mut prev: Option<(Vec<u32>, Vec<u32>)> = None;
-            let mut run: Option<(u8, u8, u32)> = None;
+            // Consecutive bytes usually share their moves: the closure is
+            // carried over, and the edges merge into ranges.
+            let mut prev: Option<Vec<u32>> = None;
+            edges.clear();
             for b in 0..=255u8 {
                 let raw = &mut per_byte[b as usize];
                 let next_q = ac.next(q, b);
                 if raw.is_empty() || next_q == AhoCorasick::DEAD {
-                    if let Some((lo, hi, t)) = run.take() {
-                        self.states[me as usize].bytes.push((lo, hi, t));
-                    }
                     continue;
                 }
                 raw.sort_unstable();
                 raw.dedup();
-                let closed = match &prev {
-                    Some((r, c)) if r == raw => c.clone(),
-                    _ => {
-                        let c = closure(raw);
-                        prev = Some((raw.clone(), c.clone()));
-                        c
-                    }
-                };
-                let key: Key = (closed, next_q, false);
+                if prev.as_ref() != Some(raw) {
+                    closer.close(raw.iter().copied(), &mut closed);
+                    prev = Some(raw.clone());
+                }
+                let key: Key = (closed.clone(), next_q, false);
                 let tgt = match ids.get(&key) {
                     Some(&t) => t,
                     None => {
@@ -991,18 +964,9 @@ impl<'a> NfaBuilder<'a> {
                         t
                     }
                 };
-                run = match run {
-                    Some((lo, hi, t)) if t == tgt && hi as u16 + 1 == b as u16 => Some((lo, b, t)),
-                    Some((lo, hi, t)) => {
-                        self.states[me as usize].bytes.push((lo, hi, t));
-                        Some((b, b, tgt))
-                    }
-                    None => Some((b, b, tgt)),
-                };
+                push_merged(&mut edges, b, b, tgt);
             }
-            if let Some((lo, hi, t)) = run {
-                self.states[me as usize].bytes.push((lo, hi, t));
-            }
+            self.states[me as usize].bytes.extend_from_slice(&edges);
         }
         Ok(())
     }

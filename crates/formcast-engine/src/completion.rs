@@ -228,17 +228,18 @@ pub fn shortest_completion(
     // A closure that keeps within the completion's budget; on any error the
     // arena is restored first.
     let close = |arena: &mut Arena, sc: &mut Scratch, seeds: &[Item], next: &mut Vec<Item>| -> Result<bool, EngineError> {
-        let end = closure(a, arena, seeds, next, sc);
-        if end.is_err() || sc.visited - visited0 > MAX_COMPLETION_ITEMS {
+        let end = closure(a, arena, seeds, next, sc).and_then(|end| {
+            if sc.visited - visited0 > MAX_COMPLETION_ITEMS {
+                return Err(EngineError::Limit(format!(
+                    "the grammar is too ambiguous here to complete: more than {MAX_COMPLETION_ITEMS} parser items visited"
+                )));
+            }
+            Ok(end)
+        });
+        if end.is_err() {
             arena.truncate(mark0);
         }
-        let end = end?;
-        if sc.visited - visited0 > MAX_COMPLETION_ITEMS {
-            return Err(EngineError::Limit(format!(
-                "the grammar is too ambiguous here to complete: more than {MAX_COMPLETION_ITEMS} parser items visited"
-            )));
-        }
-        Ok(end)
+        end
     };
     let mut cur: Vec<Item> = items.to_vec();
     let mut cur_end = can_end;

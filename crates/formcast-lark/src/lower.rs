@@ -163,7 +163,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
         for s in stmts {
             match s {
                 Stmt::Def { name, at, terminal, params, body } => {
-                    let lexeme = self.check_params(name, *terminal, params)?;
+                    let cut = self.check_params(name, *terminal, params)?;
                     let taken = self.rule_at.contains_key(name.as_str()) || self.terms.contains_key(name.as_str());
                     if taken {
                         let what = if *terminal { "terminal" } else { "rule" };
@@ -173,7 +173,7 @@ impl<'t, 'o> Lowerer<'t, 'o> {
                         self.terms.insert(name.clone(), (TermDef::Body(body), *at));
                     } else {
                         self.rule_at.insert(name.clone(), *at);
-                        rule_defs.push((name, body, *at, lexeme));
+                        rule_defs.push((name, body, *at, cut));
                     }
                 }
                 Stmt::Import { name, alias, at } => {
@@ -260,8 +260,8 @@ impl<'t, 'o> Lowerer<'t, 'o> {
         for n in &names {
             self.terminal(n, self.terms[n].1)?;
         }
-        for (name, body, at, lexeme) in &rule_defs {
-            let e = match lexeme {
+        for (name, body, at, cut) in &rule_defs {
+            let e = match cut {
                 Cut::Plain => self.rule_alts(body)?,
                 Cut::Lazy { suffix } => self.lazy_rule(name, body, *suffix, *at)?,
             };
