@@ -1,7 +1,8 @@
 //! Per-token mask times of maskbench documents, for profiling the engine's
 //! cold masks: `cargo run --release --example masks -- JOBS.json NAME...`
 //! where JOBS.json is a list of `{name, schema_text, ids}` (token ids of a
-//! valid document under the Llama-3 tokenizer) and each NAME a suffix of a
+//! valid document under the Llama-3 tokenizer; `tag_text`, a structural tag,
+//! in place of `schema_text` for a tool-call output) and each NAME a suffix of a
 //! job's name. Every job gets a fresh vocabulary index (its partitions are
 //! cold) unless WARM=1; PREBUILT=n builds n of them before the first job.
 //! PREWARM=1 warms each index as the Python extension's tokenizer does.
@@ -59,7 +60,6 @@ fn main() {
                 eprintln!("no job {name}");
                 continue;
             };
-            let Some(text) = job["schema_text"].as_str() else { continue };
             let Some(ids) = job["ids"].as_array() else { continue };
             if env("WARM", 0) == 0 {
                 index = prebuilt.pop().unwrap_or_else(|| Arc::new(VocabIndex::new(&vocab).unwrap()));
@@ -67,7 +67,14 @@ fn main() {
             if env("PREWARM", 0) == 1 {
                 prewarm(&index);
             }
-            let Ok((g, _)) = json_schema_str_to_grammar(text, &opts) else { continue };
+            let grammar = if let Some(tag) = job["tag_text"].as_str() {
+                let lookup = |s: &str| vocab.tokens.iter().position(|b| b == s.as_bytes()).map(|i| i as u32);
+                let lower = formcast_structural::LowerOptions { vocab_size: Some(vocab.tokens.len() as u32), ..Default::default() };
+                formcast_structural::compile_str(tag, Some(&lookup), &formcast_structural::Options { lower }).map(|c| c.grammar).ok()
+            } else {
+                job["schema_text"].as_str().and_then(|text| json_schema_str_to_grammar(text, &opts).ok()).map(|(g, _)| g)
+            };
+            let Some(g) = grammar else { continue };
             let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
             let cg = Arc::new(cg);
             let mut m = Matcher::new(cg, false, None).unwrap();
@@ -86,6 +93,9 @@ fn main() {
                 times.push(t.elapsed().as_secs_f64() * 1e6);
                 if profiled {
                     perf_ctl.as_mut().unwrap().write_all(b"disable\n").unwrap();
+                    // perf reads the fifo in its own time: let it stop
+                    // before the next index is built.
+                    std::thread::sleep(std::time::Duration::from_millis(20));
                 }
                 out.hash(&mut digest);
                 if env("STEPS", 0) == 1 {
