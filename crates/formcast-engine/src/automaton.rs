@@ -240,6 +240,17 @@ impl<'a> Row<'a> {
     pub fn iter(self) -> impl Iterator<Item = StateId> + 'a {
         (0..self.n).map(move |i| self.get(i))
     }
+
+    /// The classes `lo..hi` the row keeps: every class outside is [`DEAD`].
+    #[inline]
+    pub fn window(self) -> (usize, usize) {
+        let len = match self.window {
+            RowTargets::Short(t) => t.len(),
+            RowTargets::Long(t) => t.len(),
+        };
+        let lo = self.lo.min(self.n);
+        (lo, (lo + len).min(self.n))
+    }
 }
 
 /// The byte moves of one state with the classes of its table, found once

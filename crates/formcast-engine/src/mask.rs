@@ -126,9 +126,10 @@ pub struct MaskWalker {
     /// through sets that go on to a character's end), else none (see
     /// [`MaskWalker::utf8_loop`]).
     utf8_loops: Vec<Option<Option<[u64; 4]>>>,
-    /// (subtree end, set, whether the path from the root is in the item's
-    /// free-text cover: ASCII without an excluded byte) per depth.
-    frames: Vec<(u32, u32, bool)>,
+    /// (subtree end, set) per depth of [`MaskWalker::walk_subtree`].
+    frames: Vec<(u32, u32)>,
+    /// The same, of [`MaskWalker::walk_skeleton`].
+    skeleton_frames: Vec<(u32, u32)>,
     /// Scratch of [`accept_text_up_to`].
     count_stack: Vec<(u32, u32)>,
     seeds: Vec<Item>,
@@ -147,18 +148,15 @@ pub struct MaskWalker {
 /// excluded, lead back to it). Every
 /// token that starts with a byte of `firsts`, is well-formed UTF-8 and
 /// holds no excluded byte is then taken
-/// ([`VocabIndex::free_text_cover`]); the walks skip subtrees made only of
-/// such tokens instead of adding them one by one.
+/// ([`VocabIndex::free_text_cover`]); the walk goes only down the paths to
+/// the other tokens ([`MaskWalker::free_text_mask`]).
 #[derive(Clone, Copy, Debug)]
 struct FreeText {
+    /// The item's own set (interned).
+    own: u32,
     firsts: [u64; 4],
     excluded: [u64; 4],
 }
-
-/// Items with fewer frontier nodes are not checked for free text (the
-/// free text of a tag, or the text before a trigger, has thousands: every
-/// character ends on a state that may finish).
-const FREE_TEXT_MIN_FRONTIER: usize = 256;
 
 /// Subtrees at least this large are checked for being entirely inside a
 /// self-loop of their set (then all their tokens are accepted at once).
@@ -385,7 +383,50 @@ impl MaskWalker {
         };
         let excluded = free_text_excluded(&loop_bytes);
         firsts[3] |= leads[3] & !excluded[3];
-        Ok(Some(FreeText { firsts, excluded }))
+        Ok(Some(FreeText { own, firsts, excluded }))
+    }
+
+    /// The tokens the item of `ft` takes, into `bits`, when its cover has a
+    /// skeleton (else false, and nothing is written): the cover's tokens
+    /// whose first byte leads to the free text, then from the root, not
+    /// from a frontier (free text has one at every character), a first
+    /// byte of the free text only down the cover's skeleton to the tokens
+    /// outside it, and any other first byte walked whole.
+    fn free_text_mask(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, ft: &FreeText, bits: &mut Bitset) -> Result<bool, EngineError> {
+        let (a, v) = (&g.automaton, &*g.vocab);
+        let cover = v.free_text_cover(ft.excluded);
+        let Some(skeleton) = &cover.skeleton else { return Ok(false) };
+        let mut tokens = cover.tokens.clone();
+        // None of the cover starts with an excluded byte or one that no
+        // character starts with.
+        for b in 0..=255u8 {
+            let never = has_byte(&ft.excluded, b) || (b >= 0x80 && !(0xC2..=0xF4).contains(&b));
+            if !has_byte(&ft.firsts, b) && !never {
+                if let Some(c) = v.root_child[b as usize] {
+                    clear_all(&mut tokens, v.subtree_tokens(c as usize));
+                }
+            }
+        }
+        bits.or_with(&tokens.words);
+        for b in 0..=255u8 {
+            let Some(c) = v.root_child[b as usize] else { continue };
+            let c = c as usize;
+            if has_byte(&ft.firsts, b) {
+                if !has_byte(&cover.whole, b) {
+                    self.walk_skeleton(g, arena, sc, skeleton, c, ft.own, bits)?;
+                }
+                continue;
+            }
+            let t = self.step(a, arena, sc, ft.own, b)?;
+            if t == DEAD {
+                continue;
+            }
+            set_all(bits, v.tokens_at(c));
+            if t != EMPTY && v.nodes[c].end as usize > c + 1 {
+                self.walk_subtree(g, arena, sc, c, t, bits)?;
+            }
+        }
+        Ok(true)
     }
 
     /// Frontier run `f[a0..b0]` of `part` resolved for the set `start` its
@@ -471,40 +512,19 @@ impl MaskWalker {
             if !a.flag(it.state, flags::BYTES) || groups.get(k).is_some_and(|&(grp, alone)| grp != u32::MAX && !alone) {
                 continue;
             }
-            let part = g.partition(it.state);
-            part.accept.or_into(&mut bits.words);
-            let free = if part.frontier.len() >= FREE_TEXT_MIN_FRONTIER { self.free_text_entry(a, arena, sc, *it)? } else { None };
-            let cover = free.map(|ft| v.free_text_cover(ft.excluded));
-            if let (Some(ft), Some(cover)) = (free, &cover) {
-                let mut tokens = cover.tokens.clone();
-                // Only the tokens whose first byte leads to the free text
-                // (none of the cover starts with an excluded or a byte that
-                // no character starts with).
-                for b in 0..=255u8 {
-                    let never = has_byte(&ft.excluded, b) || (b >= 0x80 && !(0xC2..=0xF4).contains(&b));
-                    if !has_byte(&ft.firsts, b) && !never {
-                        if let Some(c) = v.root_child[b as usize] {
-                            clear_all(&mut tokens, v.subtree_tokens(c as usize));
-                        }
+            // Free text is walked from the root through its cover, with no
+            // partition (it would stop at every character: its accepting
+            // state loops).
+            let ascii = a.byte_set(it.state);
+            if ascii[0].count_ones() + ascii[1].count_ones() >= 64 {
+                if let Some(ft) = self.free_text_entry(a, arena, sc, *it)? {
+                    if self.free_text_mask(g, arena, sc, &ft, bits)? {
+                        continue;
                     }
                 }
-                bits.or_with(&tokens.words);
             }
-            // A first-level node of an ASCII first byte of the free text:
-            // its tokens of the cover are in `bits` already.
-            let first_of_free = |node: usize| -> Option<FreeText> {
-                let ft = free?;
-                let b = v.nodes[node].byte;
-                (b < 0x80 && has_byte(&ft.firsts, b) && v.root_child[b as usize] == Some(node as u32)).then_some(ft)
-            };
-            // A node all of whose tokens are in `bits` already: under a
-            // first byte of the free text all of whose tokens are in the
-            // cover, or a first-level node whose subtree is.
-            let covered = |node: usize| -> bool {
-                let (Some(ft), Some(cover)) = (free, &cover) else { return false };
-                let b = v.first_byte(node);
-                has_byte(&ft.firsts, b) && (has_byte(&cover.whole, b) || first_of_free(node).is_some_and(|ft| free_text_takes(v, &ft, node)))
-            };
+            let part = g.partition(it.state);
+            part.accept.or_into(&mut bits.words);
             // Frontier nodes come in runs with the same exit state (a
             // bounded string near the end of a block exits at every node of
             // one depth): their start set is interned once per run, a long
@@ -517,10 +537,6 @@ impl MaskWalker {
                 let mut b0 = a0 + 1;
                 while b0 < f.len() && f[b0].1 == t {
                     b0 += 1;
-                }
-                if free.is_some() && f[a0..b0].iter().all(|&(node, _)| covered(node as usize)) {
-                    a0 = b0;
-                    continue;
                 }
                 self.seeds.clear();
                 self.seeds.push(Item { state: t, cont: it.cont });
@@ -539,15 +555,12 @@ impl MaskWalker {
                         }
                         set_all(bits, v.tokens_at(c));
                         if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                            self.walk_subtree(g, arena, sc, c, t, None, bits)?;
+                            self.walk_subtree(g, arena, sc, c, t, bits)?;
                         }
                     }
                 } else {
                     for &(node, _) in &f[a0..b0] {
                         let node = node as usize;
-                        if covered(node) {
-                            continue;
-                        }
                         set_all(bits, v.tokens_at(node));
                         if start == EMPTY || v.nodes[node].end as usize <= node + 1 {
                             continue;
@@ -556,9 +569,7 @@ impl MaskWalker {
                             set_all(bits, v.subtree_tokens(node));
                             continue;
                         }
-                        // Below a first byte of the free text, the cover
-                        // holds what is ASCII without an excluded byte.
-                        self.walk_subtree(g, arena, sc, node, start, first_of_free(node), bits)?;
+                        self.walk_subtree(g, arena, sc, node, start, bits)?;
                     }
                 }
                 a0 = b0;
@@ -587,7 +598,7 @@ impl MaskWalker {
                 }
                 set_all(bits, v.tokens_at(c));
                 if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                    self.walk_subtree(g, arena, sc, c, t, None, bits)?;
+                    self.walk_subtree(g, arena, sc, c, t, bits)?;
                 }
             }
         }
@@ -615,10 +626,6 @@ impl MaskWalker {
 
     /// Marks every token in the subtree below `root` (exclusive) accepted
     /// from the interned set `root_set` (the state after `root`'s bytes).
-    /// With `cover`, `root` is a first byte of that free text (see
-    /// [`FreeText`]), whose cover is in `bits` already: subtrees of its
-    /// tokens below an ASCII path without an excluded byte are skipped.
-    #[allow(clippy::too_many_arguments)]
     fn walk_subtree(
         &mut self,
         g: &CompiledGrammar,
@@ -626,7 +633,6 @@ impl MaskWalker {
         sc: &mut Scratch,
         root: usize,
         root_set: u32,
-        cover: Option<FreeText>,
         bits: &mut Bitset,
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
@@ -634,18 +640,14 @@ impl MaskWalker {
         let nodes = &v.nodes;
         let end = nodes[root].end;
         self.frames.clear();
-        self.frames.push((end, root_set, cover.is_some()));
+        self.frames.push((end, root_set));
         let mut i = root + 1;
         while (i as u32) < end {
             while i as u32 >= self.frames.last().unwrap().0 {
                 self.frames.pop();
             }
-            let (_, parent, in_cover) = *self.frames.last().unwrap();
+            let (_, parent) = *self.frames.last().unwrap();
             let node = nodes[i];
-            if in_cover && cover.is_some_and(|ft| free_text_takes(v, &ft, i)) {
-                i = node.end as usize;
-                continue;
-            }
             let t = self.step(a, arena, sc, parent, node.byte)?;
             if t == DEAD {
                 i = node.end as usize;
@@ -672,12 +674,77 @@ impl MaskWalker {
                 continue;
             }
             if node.end as usize > i + 1 {
-                let path_in_cover = in_cover && node.byte < 0x80 && cover.is_some_and(|ft| !has_byte(&ft.excluded, node.byte));
-                self.frames.push((node.end, t, path_in_cover));
+                self.frames.push((node.end, t));
             }
             i += 1;
         }
         Ok(())
+    }
+
+    /// Below the first-level node `first`, a first byte of an item's free
+    /// text whose cover (see [`FreeText`]) is in `bits` already: walks
+    /// from `own`, the item's set, only the nodes of the cover's
+    /// `skeleton` (the paths to the tokens outside it), and whole the
+    /// subtrees that hold no token of the cover. Every subtree off the
+    /// skeleton is made of the cover's tokens, which all start with a
+    /// first byte of the free text and are taken, so the union is exact.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_skeleton(
+        &mut self,
+        g: &CompiledGrammar,
+        arena: &mut Arena,
+        sc: &mut Scratch,
+        skeleton: &[(u32, bool)],
+        first: usize,
+        own: u32,
+        bits: &mut Bitset,
+    ) -> Result<(), EngineError> {
+        let a = &g.automaton;
+        let v = &*g.vocab;
+        let end = v.nodes[first].end;
+        let lo = skeleton.partition_point(|&(n, _)| (n as usize) < first);
+        let hi = lo + skeleton[lo..].partition_point(|&(n, _)| n < end);
+        let mut frames = std::mem::take(&mut self.skeleton_frames);
+        frames.clear();
+        frames.push((u32::MAX, own));
+        let mut k = lo;
+        let result = (|| {
+            while k < hi {
+                let (n, whole) = skeleton[k];
+                let i = n as usize;
+                while n >= frames.last().unwrap().0 {
+                    frames.pop();
+                }
+                let parent = frames.last().unwrap().1;
+                let node = v.nodes[i];
+                let t = self.step(a, arena, sc, parent, node.byte)?;
+                k += 1;
+                if t == DEAD || t == EMPTY || whole {
+                    // Nothing below is listed under a whole node; under a
+                    // dead or empty one, nothing below is taken.
+                    while k < hi && skeleton[k].0 < node.end {
+                        k += 1;
+                    }
+                }
+                if t == DEAD {
+                    continue;
+                }
+                set_all(bits, v.tokens_at(i));
+                if t == EMPTY {
+                    continue;
+                }
+                if whole {
+                    if node.end as usize > i + 1 {
+                        self.walk_subtree(g, arena, sc, i, t, bits)?;
+                    }
+                } else {
+                    frames.push((node.end, t));
+                }
+            }
+            Ok(())
+        })();
+        self.skeleton_frames = frames;
+        result
     }
 }
 
@@ -721,13 +788,4 @@ fn byte_groups(a: &Automaton, items: &[Item]) -> Vec<(u32, bool)> {
         .collect()
 }
 
-/// Whether every token below trie node `i` and ending at it is in the free
-/// text's cover, given that the path to its parent is
-/// an ASCII path without an excluded byte from a first byte of the free
-/// text: the node's byte is such an ASCII byte, and every path below is
-/// well-formed UTF-8 without one.
-fn free_text_takes(v: &VocabIndex, ft: &FreeText, i: usize) -> bool {
-    let b = v.nodes[i].byte;
-    b < 0x80 && !has_byte(&ft.excluded, b) && v.free_text_below(i, &ft.excluded)
-}
 

@@ -194,7 +194,14 @@ fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32
         let mut last = u32::MAX - 1;
         let mut last_t = DEAD - 1;
         let (reps, row, base) = a.moves(st);
-        for (&b, t) in reps.iter().zip(row.iter()) {
+        // The classes outside the row's window are dead: one class on each
+        // side stands for its run (a grammar of a hundred tools has a
+        // hundred classes, and a name's state lives on one).
+        let (lo, hi) = row.window();
+        let n = reps.len();
+        let classes = (lo > 0).then_some(0).into_iter().chain(lo..hi).chain((hi < n).then_some(hi));
+        for c in classes {
+            let (b, t) = (reps[c], row.get(c));
             let t = if t == DEAD { DEAD } else { t + base };
             if t == last_t {
                 continue;
@@ -1270,17 +1277,75 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     // vocabulary's set of them is copied in likewise, and the walk skips
     // the subtrees made only of them (a think block's text: 790 µs of
     // adding tokens one by one).
+    // Only the cover's skeleton is followed then: every subtree off it is
+    // made of the cover's tokens (a think block's text: 790 µs of adding
+    // tokens one by one, then 330–530 µs of walking the subtrees of
+    // multi-byte characters, now the skeleton's few hundred nodes).
+    // Without a skeleton (text that avoids common letters), the walk skips
+    // the subtrees made only of the cover's tokens instead.
     let mut free = None;
     if covered == 0 && interior(a, s) {
         if let Some(l) = utf8_loop(a, s, &mut m) {
             let excluded = free_text_excluded(&l);
-            accept.bits = Some(v.free_text_cover(excluded).tokens.clone());
+            let cover = v.free_text_cover(excluded);
+            accept.bits = Some(cover.tokens.clone());
+            if let Some(skeleton) = &cover.skeleton {
+                let frontier = walk_free_text(a, v, s, &exit_id, &mut m, skeleton, &mut accept);
+                memo.give_back(m);
+                return (accept.into_stored(), frontier);
+            }
             free = Some(excluded);
         }
     }
     let frontier = walk_into(a, v, s, exit_id, &mut m, None, (covered, cover_dead), free, &mut accept);
     memo.give_back(m);
     (accept.into_stored(), frontier)
+}
+
+/// The walk from free text's state `s` (see [`utf8_loop`]), whose cover's
+/// tokens are in `accept`: each of them is taken through interior states,
+/// so no subtree off the cover's `skeleton` holds a token or a frontier
+/// node left to find. The skeleton's nodes are followed; one that holds
+/// no token of the cover is walked whole ([`walk_into`]).
+fn walk_free_text(
+    a: &Automaton,
+    v: &VocabIndex,
+    s: StateId,
+    exit_id: &impl Fn(StateId) -> u32,
+    memo_now: &mut Skips,
+    skeleton: &[(u32, bool)],
+    accept: &mut Accepted,
+) -> Vec<(u32, u32)> {
+    let mut frontier = Vec::new();
+    // (subtree end, state) per depth.
+    let mut stack: Vec<(u32, StateId)> = vec![(u32::MAX, s)];
+    let mut k = 0;
+    while k < skeleton.len() {
+        let (n, whole) = skeleton[k];
+        k += 1;
+        while n >= stack.last().unwrap().0 {
+            stack.pop();
+        }
+        let st = stack.last().unwrap().1;
+        let (i, node) = (n as usize, v.nodes[n as usize]);
+        if whole {
+            frontier.extend(walk_into(a, v, st, exit_id, memo_now, Some(i), (0, false), None, accept));
+            continue;
+        }
+        let t = a.next(st, node.byte);
+        if !interior(a, t) {
+            if t != DEAD {
+                frontier.push((n, exit_id(t)));
+            }
+            while k < skeleton.len() && skeleton[k].0 < node.end {
+                k += 1;
+            }
+            continue;
+        }
+        accept.add(v.tokens_at(i));
+        stack.push((node.end, t));
+    }
+    frontier
 }
 
 /// The walk proper, into `accept`; with `subtree` set, only that node's

@@ -31,6 +31,56 @@ pub struct FreeTextCover {
     pub tokens: Bitset,
     /// The first bytes all of whose tokens are among them.
     pub whole: [u64; 4],
+    /// The trie nodes whose subtrees hold a token outside the cover, in
+    /// trie order: the paths to the few tokens free text must still walk
+    /// (those holding an excluded byte, broken UTF-8). A node marked `true`
+    /// holds no token of the cover in its subtree, and its descendants are
+    /// not listed (a walk goes through the whole subtree there). None
+    /// when more than [`MAX_SKELETON_OUTSIDE`] tokens are outside: text
+    /// that avoids common letters (a string that must not contain a word
+    /// yet) would list most of the trie, and building it cost more than
+    /// the walks it saves.
+    pub skeleton: Option<Vec<(u32, bool)>>,
+}
+
+/// Most tokens outside a free-text cover for which it gets a skeleton
+/// (text before a `<` trigger leaves about 860 of Llama-3's out).
+pub const MAX_SKELETON_OUTSIDE: usize = 4096;
+
+/// The skeleton of a cover (see [`FreeTextCover::skeleton`]), by counting
+/// the tokens outside it in trie order: a node's subtree holds the tokens
+/// `node_tokens[tok_base[i]..tok_base[end]]`, so prefix counts of those
+/// outside answer for every node at once, and the pass descends only into
+/// nodes that hold some.
+fn cover_skeleton(nodes: &[Node], node_tokens: &[u32], tok_base: &[u32], tokens: &Bitset) -> Option<Vec<(u32, bool)>> {
+    let outside_count = node_tokens.iter().filter(|&&t| tokens.words[t as usize >> 5] >> (t & 31) & 1 == 0).count();
+    if outside_count > MAX_SKELETON_OUTSIDE {
+        return None;
+    }
+    let mut outside = Vec::with_capacity(node_tokens.len() + 1);
+    let mut n = 0u32;
+    outside.push(0);
+    for &t in node_tokens {
+        n += (tokens.words[t as usize >> 5] >> (t & 31) & 1 == 0) as u32;
+        outside.push(n);
+    }
+    let mut skeleton = Vec::new();
+    let mut i = 1usize;
+    while i < nodes.len() {
+        let end = nodes[i].end as usize;
+        let (lo, hi) = (tok_base[i] as usize, tok_base[end] as usize);
+        let out = outside[hi] - outside[lo];
+        if out == 0 {
+            i = end;
+        } else if out as usize == hi - lo {
+            skeleton.push((i as u32, true));
+            i = end;
+        } else {
+            skeleton.push((i as u32, false));
+            i += 1;
+        }
+    }
+    Some(skeleton)
 }
 
 /// The vocabulary as the engine needs it.
@@ -106,8 +156,6 @@ pub struct VocabIndex {
     /// the first bytes all of whose tokens are such (see
     /// [`VocabIndex::free_text_cover`]).
     free_text_all: Arc<FreeTextCover>,
-    /// The first-level nodes, in trie order, with their bytes.
-    root_starts: Vec<(u32, u8)>,
     /// [`VocabIndex::free_text_cover`]'s sets, by excluded bytes.
     free_text_covers: std::sync::Mutex<Vec<([u64; 4], Arc<FreeTextCover>)>>,
     /// [`VocabIndex::text_up_to`]'s sets (see there for when each is built).
@@ -376,7 +424,8 @@ impl VocabIndex {
                 i += 1;
             }
         }
-        let free_text_all = Arc::new(FreeTextCover { whole, tokens: free_text_tokens });
+        let skeleton = cover_skeleton(&nodes, &node_tokens, &tok_base, &free_text_tokens);
+        let free_text_all = Arc::new(FreeTextCover { whole, tokens: free_text_tokens, skeleton });
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
         let sibling_text: Vec<u16> = (0..nodes.len())
@@ -430,7 +479,6 @@ impl VocabIndex {
             text_run_chars,
             utf8_below,
             free_text_all,
-            root_starts: (0..=255u8).filter_map(|b| root_child[b as usize].map(|c| (c, b))).collect(),
             free_text_covers: Default::default(),
         };
         // The sets of text tokens a string's walks start from, built now
@@ -510,7 +558,8 @@ impl VocabIndex {
                 i += 1;
             }
         }
-        let cover = Arc::new(FreeTextCover { tokens, whole });
+        let skeleton = cover_skeleton(&self.nodes, &self.node_tokens, &self.tok_base, &tokens);
+        let cover = Arc::new(FreeTextCover { tokens, whole, skeleton });
         if let Ok(mut covers) = self.free_text_covers.lock() {
             // A few excluded sets recur; a bound keeps odd grammars from
             // growing the list.
@@ -519,12 +568,6 @@ impl VocabIndex {
             }
         }
         cover
-    }
-
-    /// The first byte of the tokens below trie node `i` (not the root).
-    pub fn first_byte(&self, i: usize) -> u8 {
-        let k = self.root_starts.partition_point(|&(start, _)| start as usize <= i);
-        self.root_starts[k - 1].1
     }
 
     /// Token ids ending at node `i`.
@@ -642,6 +685,49 @@ mod tests {
         assert_eq!(idx.text_up_to_len(2), 3);
     }
 
+
+    #[test]
+    fn a_covers_skeleton_lists_exactly_the_paths_to_tokens_outside_it() {
+        // Outside the cover that avoids `<`: "a<b", " <", "<" (the byte),
+        // "\x80x" (broken UTF-8); inside: the rest, "é" and a lone lead
+        // byte among them.
+        let v = vocab(&[b"a", b"ab", b"a<b", b" ", b" <", b" x", "é".as_bytes(), b"\xc3", b"<", b"<<", b"\x80x", b"zz"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let cover = idx.free_text_cover([1 << b'<', 0, 0, 0]);
+        let skeleton = cover.skeleton.clone().expect("few tokens are outside");
+        let inside = |t: u32| cover.tokens.words[t as usize >> 5] >> (t & 31) & 1 == 1;
+        let outside: Vec<u32> = (0..v.tokens.len() as u32).filter(|&t| !inside(t)).collect();
+        assert_eq!(outside, vec![2, 4, 8, 9, 10]);
+        // Every node: listed iff its subtree holds a token outside, unless
+        // a listed whole node above it holds it; whole iff nothing inside.
+        let mut whole_above: Vec<u32> = Vec::new();
+        for i in 1..idx.nodes.len() {
+            whole_above.retain(|&w| i < idx.nodes[w as usize].end as usize);
+            let out = idx.subtree_tokens(i).iter().filter(|&&t| !inside(t)).count();
+            let all = idx.subtree_tokens(i).len();
+            let listed = skeleton.iter().find(|&&(n, _)| n as usize == i);
+            if !whole_above.is_empty() {
+                assert!(listed.is_none(), "node {i} is below a whole node");
+                continue;
+            }
+            match listed {
+                None => assert_eq!(out, 0, "node {i} holds a token outside"),
+                Some(&(_, whole)) => {
+                    assert!(out > 0);
+                    assert_eq!(whole, out == all, "node {i}");
+                    if whole {
+                        whole_above.push(i as u32);
+                    }
+                }
+            }
+        }
+        assert!(skeleton.windows(2).all(|w| w[0].0 < w[1].0));
+        // Too many tokens outside: no skeleton.
+        let many: Vec<Vec<u8>> = (0..super::MAX_SKELETON_OUTSIDE as u32 + 1).map(|i| format!("<{i}").into_bytes()).collect();
+        let refs: Vec<&[u8]> = many.iter().map(|t| t.as_slice()).collect();
+        let idx = VocabIndex::new(&vocab(&refs)).unwrap();
+        assert!(idx.free_text_cover([1 << b'<', 0, 0, 0]).skeleton.is_none());
+    }
 
     #[test]
     fn runs_of_text_siblings_end_at_the_next_sibling_that_is_not_text() {
