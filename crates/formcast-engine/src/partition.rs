@@ -1258,9 +1258,24 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     // walk skips what it covers instead of adding token after token (a
     // string body's partition is most of the vocabulary).
     let mut m = memo.take();
+    // Free text (a state that every character but a few bytes leads back
+    // to through interior states: text inside a tag, before its end)
+    // accepts every well-formed UTF-8 token without those bytes: the
+    // vocabulary's set of them is copied in likewise (a think block's
+    // text: 790 µs of adding tokens one by one), and only the cover's
+    // skeleton is followed: every subtree off it is made of the cover's
+    // tokens (330–530 µs of walking the subtrees of multi-byte characters,
+    // now the skeleton's few hundred nodes). Without a skeleton (text that
+    // avoids common letters), the walk skips the subtrees made only of the
+    // cover's tokens instead. Text that refuses a character of JSON text
+    // (`<`) goes this way first; a string body (it refuses only `"`, `\`
+    // and control bytes) takes its text run below, its partitions shared
+    // with the tokenizer's warm-up. Either walk is exact.
+    let free_loop = if interior(a, s) { utf8_loop(a, s, &mut m).map(|l| free_text_excluded(&l)) } else { None };
+    let refuses_text = free_loop.is_some_and(|ex| (0..4).any(|k| ex[k] & ASCII_TEXT[k] != 0));
     let mut covered = 0;
     let mut cover_dead = false;
-    if interior(a, s) {
+    if interior(a, s) && !refuses_text {
         let mut sk = skip_of(a, s, &mut m);
         let run = text_of(a, s, &mut sk, v.max_token_len as u32, &mut m);
         // Only where the walk would keep a bitset anyway: fewer tokens are
@@ -1271,31 +1286,16 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
             accept.bits = Some(v.text_up_to(run).clone());
         }
     }
-    // Free text (a state that every character but a few ASCII bytes leads
-    // back to through interior states: text inside a tag, before its end)
-    // accepts every well-formed UTF-8 token without those bytes: the
-    // vocabulary's set of them is copied in likewise, and the walk skips
-    // the subtrees made only of them (a think block's text: 790 µs of
-    // adding tokens one by one).
-    // Only the cover's skeleton is followed then: every subtree off it is
-    // made of the cover's tokens (a think block's text: 790 µs of adding
-    // tokens one by one, then 330–530 µs of walking the subtrees of
-    // multi-byte characters, now the skeleton's few hundred nodes).
-    // Without a skeleton (text that avoids common letters), the walk skips
-    // the subtrees made only of the cover's tokens instead.
     let mut free = None;
-    if covered == 0 && interior(a, s) {
-        if let Some(l) = utf8_loop(a, s, &mut m) {
-            let excluded = free_text_excluded(&l);
-            let cover = v.free_text_cover(excluded);
-            accept.bits = Some(cover.tokens.clone());
-            if let Some(skeleton) = &cover.skeleton {
-                let frontier = walk_free_text(a, v, s, &exit_id, &mut m, skeleton, &mut accept);
-                memo.give_back(m);
-                return (accept.into_stored(), frontier);
-            }
-            free = Some(excluded);
+    if let Some(excluded) = free_loop.filter(|_| covered == 0) {
+        let cover = v.free_text_cover(excluded);
+        accept.bits = Some(cover.tokens.clone());
+        if let Some(skeleton) = &cover.skeleton {
+            let frontier = walk_free_text(a, v, s, &exit_id, &mut m, skeleton, &mut accept);
+            memo.give_back(m);
+            return (accept.into_stored(), frontier);
         }
+        free = Some(excluded);
     }
     let frontier = walk_into(a, v, s, exit_id, &mut m, None, (covered, cover_dead), free, &mut accept);
     memo.give_back(m);
@@ -1328,11 +1328,15 @@ fn walk_free_text(
         }
         let st = stack.last().unwrap().1;
         let (i, node) = (n as usize, v.nodes[n as usize]);
+        let t = a.next(st, node.byte);
         if whole {
-            frontier.extend(walk_into(a, v, st, exit_id, memo_now, Some(i), (0, false), None, accept));
+            // (Broken UTF-8 dies at once: 77 of the 207 whole nodes of `<`
+            // on Llama-3.)
+            if t != DEAD {
+                frontier.extend(walk_into(a, v, st, exit_id, memo_now, Some(i), (0, false), None, accept));
+            }
             continue;
         }
-        let t = a.next(st, node.byte);
         if !interior(a, t) {
             if t != DEAD {
                 frontier.push((n, exit_id(t)));
@@ -1390,16 +1394,19 @@ fn walk_into(
     // A state with few first bytes (a key's opening quote, a digit) walks
     // only their subtrees, found by the root's child table, instead of
     // asking about all 256 first-level nodes.
-    let firsts = a.byte_set(s);
-    let ranges: Vec<(usize, usize)> = if let Some(c) = subtree {
-        vec![(c, top as usize)]
-    } else if byte_count(&firsts) <= FEW_FIRST_BYTES {
-        (0..=255u8)
-            .filter(|&b| has_byte(&firsts, b))
-            .filter_map(|b| v.root_child[b as usize].map(|c| (c as usize, nodes[c as usize].end as usize)))
-            .collect()
-    } else {
-        vec![(1, total)]
+    let ranges: smallvec::SmallVec<[(usize, usize); 1]> = match subtree {
+        Some(c) => smallvec::smallvec![(c, top as usize)],
+        None => {
+            let firsts = a.byte_set(s);
+            if byte_count(&firsts) <= FEW_FIRST_BYTES {
+                (0..=255u8)
+                    .filter(|&b| has_byte(&firsts, b))
+                    .filter_map(|b| v.root_child[b as usize].map(|c| (c as usize, nodes[c as usize].end as usize)))
+                    .collect()
+            } else {
+                smallvec::smallvec![(1, total)]
+            }
+        }
     };
     for (lo, hi) in ranges {
     let mut i = lo;
