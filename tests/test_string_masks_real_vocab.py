@@ -265,6 +265,29 @@ def test_pattern_key_masks_equal_token_acceptance(parts, prefix):
 HOST_SCHEMA = {"type": "string", "pattern": r"^(https?:\/\/)?([\da-z\.-]+)\.([a-z\.]{2,6})([\/\w \.-]*)*\/?$"}
 HOST_PREFIXES = ['"', '"h', '"http', '"https:/', '"https://www.example', '"https://www.example.com', '"a.b.c.de', '"x.io/path to', '"x.io/a_B', '"ab-9.c']
 
+# Loops on a class of ASCII bytes (the most common pattern of real schemas,
+# a name's ``[a-z0-9-]+``): every token of the class is taken from the
+# vocabulary's class cover, and a walk follows only the paths to the other
+# tokens (``VocabIndex::class_cover``), down to the closing quote or the
+# literal after the loop.
+CLASS_SCHEMAS = [
+    {"type": "string", "pattern": "^[a-z0-9-]+$"},
+    {"type": "string", "pattern": "^[a-z0-9_-]{2,}$"},
+    {"type": "object", "properties": {"n": {"type": "string", "pattern": "^[a-zA-Z0-9._~]+@x$"}}, "required": ["n"], "additionalProperties": False},
+]
+CLASS_PREFIXES = ['"', '"d', '"ber', '"ab-9', '{"n": "', '{"n": "Ab.c', '{"n": "a@']
+
+
+@pytest.mark.parametrize("schema", range(len(CLASS_SCHEMAS)))
+@pytest.mark.parametrize("prefix", CLASS_PREFIXES)
+def test_class_loop_masks_equal_token_acceptance(parts, schema, prefix):
+    tok = parts[0]
+    m = fc.GrammarMatcher(fc.GrammarCompiler(tok).compile(fc.Grammar.from_json_schema(CLASS_SCHEMAS[schema])))
+    if not m.accept_string(prefix):
+        pytest.skip(f"{prefix!r} is not a prefix of this schema")
+    _assert_mask_after_prefix_is_acceptance(parts, CLASS_SCHEMAS[schema], prefix)
+
+
 # Text that refuses one character: its other characters of the same lead
 # byte (é and à share C3) lead back, so the free-text shortcut holds for
 # all leads but that one (``partition::utf8_loop_by``). ECMA-262's `.`

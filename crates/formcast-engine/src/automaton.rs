@@ -277,6 +277,17 @@ impl<'a> StateMoves<'a> {
         self.row.iter().map(move |t| if t == DEAD { DEAD } else { t + base }).zip(self.class_bits.iter())
     }
 
+    /// [`StateMoves::by_class`] over the classes of the row's window only
+    /// (every other class is dead).
+    pub fn by_window(self) -> impl Iterator<Item = (StateId, &'a [u64; 4])> + 'a {
+        let (base, row) = (self.base, self.row);
+        let (lo, hi) = row.window();
+        (lo..hi).map(move |c| {
+            let t = row.get(c);
+            (if t == DEAD { DEAD } else { t + base }, &self.class_bits[c])
+        })
+    }
+
     /// The state moved to on byte `b` ([`DEAD`]: none), as
     /// [`Automaton::next`].
     #[inline(always)]

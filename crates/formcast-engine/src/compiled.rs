@@ -20,7 +20,7 @@ use crate::automaton::{build_automaton, Automaton, AutomatonLimits, StateId};
 use crate::error::EngineError;
 use crate::limits::Budget;
 use crate::mask::StoredMask;
-use crate::partition::{derive_partition, partition_of, reference_state, Partition, SkipMemo};
+use crate::partition::{build_class_covers, derive_partition, partition_of, reference_state, Partition, SkipMemo};
 use crate::vocab_index::VocabIndex;
 
 /// Options for compilation.
@@ -109,12 +109,14 @@ impl CompiledGrammar {
             )));
         }
         let n = automaton.n_states();
+        let skips = SkipMemo::default();
+        build_class_covers(&automaton, &vocab, &skips);
         Ok(CompiledGrammar {
             automaton,
             vocab,
             partitions: (0..n.div_ceil(PARTITION_CHUNK)).map(|_| OnceLock::new()).collect(),
             partition_bytes: AtomicUsize::new(0),
-            skips: SkipMemo::default(),
+            skips,
             completion_dist: OnceLock::new(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
         })

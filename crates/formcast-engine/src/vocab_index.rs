@@ -11,7 +11,7 @@ use formcast_tokenizer::Vocab;
 
 use crate::bitset::{has_byte, Bitset};
 use crate::error::EngineError;
-use crate::partition::{clear_all, PartitionCache};
+use crate::partition::{clear_all, set_all, PartitionCache};
 
 /// One trie node: the byte leading into it, the end of its subtree, and the
 /// tokens whose bytes end exactly here.
@@ -23,10 +23,13 @@ pub struct Node {
     pub byte: u8,
 }
 
-/// What free text that avoids some bytes (ASCII bytes, and lead bytes of
-/// characters) takes of a vocabulary (see [`VocabIndex::free_text_cover`]).
+/// A set of tokens that some states take whole, through interior states,
+/// with the paths to the tokens outside it: what free text that avoids some
+/// bytes (ASCII bytes, and lead bytes of characters) takes of a vocabulary
+/// ([`VocabIndex::free_text_cover`]), or a loop on a class of ASCII bytes
+/// ([`VocabIndex::class_cover`]).
 #[derive(Debug)]
-pub struct FreeTextCover {
+pub struct Cover {
     /// The tokens.
     pub tokens: Bitset,
     /// The first bytes all of whose tokens are among them.
@@ -47,7 +50,17 @@ pub struct FreeTextCover {
 /// (text before a `<` trigger leaves about 860 of Llama-3's out).
 pub const MAX_SKELETON_OUTSIDE: usize = 4096;
 
-/// The skeleton of a cover (see [`FreeTextCover::skeleton`]), by counting
+/// Most skeleton nodes of a class cover ([`VocabIndex::class_cover`]):
+/// `[a-z0-9-]` has about 2,500 on Llama-3.
+pub const MAX_CLASS_SKELETON: usize = 8192;
+
+/// Most trie nodes the pass that finds a class cover looks at: `[a-z0-9-]`
+/// takes about 7,000 on Llama-3; a class of nearly all printable ASCII
+/// looks at most of the trie's 274,000 (2 ms), where the walk it would
+/// replace has other shortcuts.
+pub const MAX_CLASS_VISITS: usize = 16_384;
+
+/// The skeleton of a cover (see [`Cover::skeleton`]), by counting
 /// the tokens outside it in trie order: a node's subtree holds the tokens
 /// `node_tokens[tok_base[i]..tok_base[end]]`, so prefix counts of those
 /// outside answer for every node at once, and the pass descends only into
@@ -155,9 +168,11 @@ pub struct VocabIndex {
     /// well-formed UTF-8 (the last character possibly incomplete), and
     /// the first bytes all of whose tokens are such (see
     /// [`VocabIndex::free_text_cover`]).
-    free_text_all: Arc<FreeTextCover>,
+    free_text_all: Arc<Cover>,
     /// [`VocabIndex::free_text_cover`]'s sets, by excluded bytes.
-    free_text_covers: std::sync::Mutex<Vec<([u64; 4], Arc<FreeTextCover>)>>,
+    free_text_covers: std::sync::Mutex<Vec<([u64; 4], Arc<Cover>)>>,
+    /// [`VocabIndex::class_cover`]'s sets, by class (none: too large).
+    class_covers: std::sync::Mutex<Vec<([u64; 2], Option<Arc<Cover>>)>>,
     /// [`VocabIndex::text_up_to`]'s sets (see there for when each is built).
     text_up_to: Vec<std::sync::OnceLock<Bitset>>,
 }
@@ -425,7 +440,7 @@ impl VocabIndex {
             }
         }
         let skeleton = cover_skeleton(&nodes, &node_tokens, &tok_base, &free_text_tokens);
-        let free_text_all = Arc::new(FreeTextCover { whole, tokens: free_text_tokens, skeleton });
+        let free_text_all = Arc::new(Cover { whole, tokens: free_text_tokens, skeleton });
         let text_chars = (0..nodes.len()).map(|i| if ok_from[i] & 1 == 1 { chars[i].min(u16::MAX - 1) } else { u16::MAX }).collect();
         let (text_by_chars, text_chars_end) = text_tokens_by_chars(&nodes, &node_tokens);
         let sibling_text: Vec<u16> = (0..nodes.len())
@@ -480,6 +495,7 @@ impl VocabIndex {
             utf8_below,
             free_text_all,
             free_text_covers: Default::default(),
+            class_covers: Default::default(),
         };
         // The sets of text tokens a string's walks start from, built now
         // rather than inside a first mask (about 1 MB for Llama-3): every
@@ -518,6 +534,15 @@ impl VocabIndex {
         })
     }
 
+    /// [`VocabIndex::free_text_cover`] if it is built already.
+    pub fn built_free_text_cover(&self, excluded: [u64; 4]) -> Option<Arc<Cover>> {
+        if excluded == [0; 4] {
+            return Some(self.free_text_all.clone());
+        }
+        let covers = self.free_text_covers.lock().ok()?;
+        covers.iter().find(|(e, _)| *e == excluded).map(|(_, c)| c.clone())
+    }
+
     /// The tokens that are well-formed UTF-8 (the last character possibly
     /// incomplete) and hold none of the bytes `excluded` (ASCII bytes and
     /// lead bytes of characters): from a set that free text loops in (all
@@ -529,7 +554,7 @@ impl VocabIndex {
     /// Llama-3; the tokenizer's warm-up builds the one for `<`) and
     /// kept: free text mostly avoids the same few bytes (`<` of a tag's
     /// trigger).
-    pub fn free_text_cover(&self, excluded: [u64; 4]) -> Arc<FreeTextCover> {
+    pub fn free_text_cover(&self, excluded: [u64; 4]) -> Arc<Cover> {
         if excluded == [0; 4] {
             return self.free_text_all.clone();
         }
@@ -559,12 +584,73 @@ impl VocabIndex {
             }
         }
         let skeleton = cover_skeleton(&self.nodes, &self.node_tokens, &self.tok_base, &tokens);
-        let cover = Arc::new(FreeTextCover { tokens, whole, skeleton });
+        let cover = Arc::new(Cover { tokens, whole, skeleton });
         if let Ok(mut covers) = self.free_text_covers.lock() {
             // A few excluded sets recur; a bound keeps odd grammars from
             // growing the list.
             if covers.len() < 64 {
                 covers.push((excluded, cover.clone()));
+            }
+        }
+        cover
+    }
+
+    /// The tokens made only of the ASCII bytes of `class` (a 128-bit set),
+    /// with the cover's skeleton: from a state whose strings of those bytes
+    /// all stay on interior states (a pattern's `[a-z0-9-]+`), each of
+    /// them is taken, and a walk follows only the skeleton (see
+    /// `partition::walk_skeleton`). Found by one pass down the class's
+    /// paths of the trie, a subtree of the class added whole (its bytes
+    /// below), and kept per class. None when the skeleton would pass
+    /// [`MAX_CLASS_SKELETON`] nodes or the pass look at more than
+    /// [`MAX_CLASS_VISITS`] (a class of nearly every ASCII byte: most paths
+    /// leave it only for a multi-byte character).
+    pub fn class_cover(&self, class: [u64; 2]) -> Option<Arc<Cover>> {
+        if let Ok(covers) = self.class_covers.lock() {
+            if let Some((_, c)) = covers.iter().find(|(k, _)| *k == class) {
+                return c.clone();
+            }
+        }
+        let in_class = |b: u8| b < 0x80 && class[b as usize / 64] >> (b % 64) & 1 == 1;
+        let within = |set: &[u64; 4]| set[0] & !class[0] == 0 && set[1] & !class[1] == 0 && set[2] == 0 && set[3] == 0;
+        let mut tokens = Bitset::new(self.logits_size);
+        let mut whole = [0u64; 4];
+        let mut skeleton = Vec::new();
+        let mut i = 1usize;
+        let mut root_end = 0usize;
+        let mut visits = 0usize;
+        let cover = loop {
+            if i >= self.nodes.len() {
+                break Some(Arc::new(Cover { tokens, whole, skeleton: Some(skeleton) }));
+            }
+            visits += 1;
+            if skeleton.len() > MAX_CLASS_SKELETON || visits > MAX_CLASS_VISITS {
+                break None;
+            }
+            let node = self.nodes[i];
+            let first = i >= root_end;
+            if first {
+                root_end = node.end as usize;
+            }
+            if !in_class(node.byte) {
+                // Every token below holds this byte.
+                skeleton.push((i as u32, true));
+                i = node.end as usize;
+            } else if within(&self.below[i]) {
+                set_all(&mut tokens, self.subtree_tokens(i));
+                if first {
+                    whole[node.byte as usize / 64] |= 1 << (node.byte % 64);
+                }
+                i = node.end as usize;
+            } else {
+                set_all(&mut tokens, self.tokens_at(i));
+                skeleton.push((i as u32, false));
+                i += 1;
+            }
+        };
+        if let Ok(mut covers) = self.class_covers.lock() {
+            if covers.len() < 64 {
+                covers.push((class, cover.clone()));
             }
         }
         cover
@@ -686,20 +772,12 @@ mod tests {
     }
 
 
-    #[test]
-    fn a_covers_skeleton_lists_exactly_the_paths_to_tokens_outside_it() {
-        // Outside the cover that avoids `<`: "a<b", " <", "<" (the byte),
-        // "\x80x" (broken UTF-8); inside: the rest, "é" and a lone lead
-        // byte among them.
-        let v = vocab(&[b"a", b"ab", b"a<b", b" ", b" <", b" x", "é".as_bytes(), b"\xc3", b"<", b"<<", b"\x80x", b"zz"]);
-        let idx = VocabIndex::new(&v).unwrap();
-        let cover = idx.free_text_cover([1 << b'<', 0, 0, 0]);
-        let skeleton = cover.skeleton.clone().expect("few tokens are outside");
+    /// Every node is listed in the cover's skeleton iff its subtree holds a
+    /// token outside the cover, unless a listed whole node above it does;
+    /// a listed whole node's subtree holds no token of the cover.
+    fn check_skeleton(idx: &VocabIndex, cover: &Cover) {
+        let skeleton = cover.skeleton.clone().expect("a skeleton");
         let inside = |t: u32| cover.tokens.words[t as usize >> 5] >> (t & 31) & 1 == 1;
-        let outside: Vec<u32> = (0..v.tokens.len() as u32).filter(|&t| !inside(t)).collect();
-        assert_eq!(outside, vec![2, 4, 8, 9, 10]);
-        // Every node: listed iff its subtree holds a token outside, unless
-        // a listed whole node above it holds it; whole iff nothing inside.
         let mut whole_above: Vec<u32> = Vec::new();
         for i in 1..idx.nodes.len() {
             whole_above.retain(|&w| i < idx.nodes[w as usize].end as usize);
@@ -714,19 +792,48 @@ mod tests {
                 None => assert_eq!(out, 0, "node {i} holds a token outside"),
                 Some(&(_, whole)) => {
                     assert!(out > 0);
-                    assert_eq!(whole, out == all, "node {i}");
                     if whole {
+                        assert_eq!(out, all, "node {i}");
                         whole_above.push(i as u32);
                     }
                 }
             }
         }
         assert!(skeleton.windows(2).all(|w| w[0].0 < w[1].0));
+    }
+
+    #[test]
+    fn a_free_text_covers_skeleton_lists_exactly_the_paths_to_tokens_outside_it() {
+        // Outside the cover that avoids `<`: "a<b", " <", "<" (the byte),
+        // "<<", "\x80x" (broken UTF-8); inside: the rest, "é" and a lone
+        // lead byte among them.
+        let v = vocab(&[b"a", b"ab", b"a<b", b" ", b" <", b" x", "é".as_bytes(), b"\xc3", b"<", b"<<", b"\x80x", b"zz"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let cover = idx.free_text_cover([1 << b'<', 0, 0, 0]);
+        let outside: Vec<usize> = (0..v.tokens.len()).filter(|&t| !cover.tokens.get(t)).collect();
+        assert_eq!(outside, vec![2, 4, 8, 9, 10]);
+        check_skeleton(&idx, &cover);
         // Too many tokens outside: no skeleton.
         let many: Vec<Vec<u8>> = (0..super::MAX_SKELETON_OUTSIDE as u32 + 1).map(|i| format!("<{i}").into_bytes()).collect();
         let refs: Vec<&[u8]> = many.iter().map(|t| t.as_slice()).collect();
         let idx = VocabIndex::new(&vocab(&refs)).unwrap();
         assert!(idx.free_text_cover([1 << b'<', 0, 0, 0]).skeleton.is_none());
+    }
+
+    #[test]
+    fn a_class_cover_holds_the_tokens_of_the_class_and_its_skeleton_the_paths_to_the_rest() {
+        let v = vocab(&[b"ab", b"abc", b"ab-", b"ab\"", b"a", b"Ab", b"\"", b"b\"x", b"-", "aé".as_bytes(), b"z9"]);
+        let idx = VocabIndex::new(&v).unwrap();
+        let mut class = [0u64; 2];
+        for b in (b'a'..=b'z').chain(b'0'..=b'9') {
+            class[b as usize / 64] |= 1 << (b % 64);
+        }
+        let cover = idx.class_cover(class).expect("a small skeleton");
+        let inside: Vec<usize> = (0..v.tokens.len()).filter(|&t| cover.tokens.get(t)).collect();
+        assert_eq!(inside, vec![0, 1, 4, 10]);
+        check_skeleton(&idx, &cover);
+        // Kept: the same cover again.
+        assert!(Arc::ptr_eq(&cover, &idx.class_cover(class).unwrap()));
     }
 
     #[test]
