@@ -1360,32 +1360,39 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
 }
 
 /// Builds the vocabulary's class covers ([`VocabIndex::class_cover`]) of
-/// the loops of `a` that a walk starts from one ([`start_of`]), so that the
-/// first mask inside such a pattern does not build it (170 µs of a 300 µs
+/// the loops of `a` that a walk starts from ([`start_of`]), so that the
+/// first mask inside such a pattern does not build one (170 µs of a 270 µs
 /// mask for `[a-z0-9-]+` on Llama-3); each class is built once per
-/// vocabulary. A state is looked at only when it loops on
-/// [`CLASS_COVER_MIN_BYTES`] to [`CLASS_COVER_MAX_BYTES`] ASCII bytes (not a
-/// string body), by the classes of its row's window.
+/// vocabulary. Only where that is cheap beside the compile: a grammar of at
+/// most [`CLASS_PREBUILD_MAX_STATES`] states (looking at each state's row
+/// costs about 15 ns, 0.4 ms for a 26,000-state schema), classes of at most
+/// [`CLASS_PREBUILD_MAX_BYTES`] bytes (an identifier's; a class of 65 bytes
+/// took up to 0.8 ms), and at most [`CLASS_PREBUILD_MAX`] of them. Any other
+/// class is built by the first walk that needs it.
 pub(crate) fn build_class_covers(a: &Automaton, v: &VocabIndex, memo: &SkipMemo) {
+    if a.n_states() > CLASS_PREBUILD_MAX_STATES {
+        return;
+    }
     let mut m = memo.take();
     let mut seen: Vec<[u64; 2]> = Vec::new();
     for s in 0..a.n_states() as StateId {
+        if seen.len() >= CLASS_PREBUILD_MAX {
+            break;
+        }
         if !a.flag(s, flags::BYTES) || !interior(a, s) {
             continue;
         }
-        let moves = a.state_moves(s);
         let mut loops = [0u64; 4];
-        for (t, bits) in moves.by_window() {
+        for (t, bits) in a.state_moves(s).by_window() {
             if t == s {
                 or_into(&mut loops, bits);
             }
         }
-        let ascii = [loops[0], loops[1], 0, 0];
-        if !(CLASS_COVER_MIN_BYTES..=CLASS_COVER_MAX_BYTES).contains(&byte_count(&ascii)) {
+        if !(CLASS_COVER_MIN_BYTES..=CLASS_PREBUILD_MAX_BYTES).contains(&byte_count(&[loops[0], loops[1], 0, 0])) {
             continue;
         }
         if let Start::Class(class) = start_of(a, v, s, &mut m) {
-            if !seen.contains(&class) {
+            if !seen.contains(&class) && byte_count(&[class[0], class[1], 0, 0]) <= CLASS_PREBUILD_MAX_BYTES {
                 seen.push(class);
                 v.class_cover(class);
             }
@@ -1393,6 +1400,11 @@ pub(crate) fn build_class_covers(a: &Automaton, v: &VocabIndex, memo: &SkipMemo)
     }
     memo.give_back(m);
 }
+
+/// See [`build_class_covers`].
+const CLASS_PREBUILD_MAX_STATES: usize = 4096;
+const CLASS_PREBUILD_MAX_BYTES: u32 = 40;
+const CLASS_PREBUILD_MAX: usize = 2;
 
 /// The walk from a state `s` that takes each token of a cover through
 /// interior states (free text, see [`utf8_loop`]; a loop on a class of

@@ -2,7 +2,8 @@
 //! cold masks: `cargo run --release --example masks -- JOBS.json NAME...`
 //! where JOBS.json is a list of `{name, schema_text, ids}` (token ids of a
 //! valid document under the Llama-3 tokenizer; `tag_text`, a structural tag,
-//! in place of `schema_text` for a tool-call output) and each NAME a suffix of a
+//! in place of `schema_text` for a tool-call output, or `builtin_json: true`
+//! for any JSON) and each NAME a suffix of a
 //! job's name. Every job gets a fresh vocabulary index (its partitions are
 //! cold) unless WARM=1; PREBUILT=n builds n of them before the first job.
 //! PREWARM=1 warms each index as the Python extension's tokenizer does.
@@ -67,7 +68,9 @@ fn main() {
             if env("PREWARM", 0) == 1 {
                 prewarm(&index);
             }
-            let grammar = if let Some(tag) = job["tag_text"].as_str() {
+            let grammar = if job["builtin_json"].as_bool() == Some(true) {
+                Some(formcast_grammar::json::builtin_json_grammar())
+            } else if let Some(tag) = job["tag_text"].as_str() {
                 let lookup = |s: &str| vocab.tokens.iter().position(|b| b == s.as_bytes()).map(|i| i as u32);
                 let lower = formcast_structural::LowerOptions { vocab_size: Some(vocab.tokens.len() as u32), ..Default::default() };
                 formcast_structural::compile_str(tag, Some(&lookup), &formcast_structural::Options { lower }).map(|c| c.grammar).ok()
