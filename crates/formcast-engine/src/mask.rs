@@ -393,7 +393,7 @@ impl MaskWalker {
     /// byte of the free text only down the cover's skeleton to the tokens
     /// outside it, and any other first byte walked whole.
     fn free_text_mask(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, ft: &FreeText, bits: &mut Bitset) -> Result<bool, EngineError> {
-        let (a, v) = (&g.automaton, &*g.vocab);
+        let v = &*g.vocab;
         let cover = v.free_text_cover(ft.excluded);
         let Some(skeleton) = &cover.skeleton else { return Ok(false) };
         let mut tokens = cover.tokens.clone();
@@ -417,14 +417,7 @@ impl MaskWalker {
                 }
                 continue;
             }
-            let t = self.step(a, arena, sc, ft.own, b)?;
-            if t == DEAD {
-                continue;
-            }
-            set_all(bits, v.tokens_at(c));
-            if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                self.walk_subtree(g, arena, sc, c, t, bits)?;
-            }
+            self.walk_node(g, arena, sc, c, ft.own, bits)?;
         }
         Ok(true)
     }
@@ -548,15 +541,7 @@ impl MaskWalker {
                     let take = self.take_of(g, &part, a0, b0, start);
                     take.accept.or_into(&mut bits.words);
                     for &c in &take.rest {
-                        let c = c as usize;
-                        let t = self.step(a, arena, sc, start, v.nodes[c].byte)?;
-                        if t == DEAD {
-                            continue;
-                        }
-                        set_all(bits, v.tokens_at(c));
-                        if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                            self.walk_subtree(g, arena, sc, c, t, bits)?;
-                        }
+                        self.walk_node(g, arena, sc, c as usize, start, bits)?;
                     }
                 } else {
                     for &(node, _) in &f[a0..b0] {
@@ -591,15 +576,7 @@ impl MaskWalker {
             let whole = self.intern_closed(&members);
             for b in 0..=255u8 {
                 let Some(c) = v.root_child[b as usize].filter(|_| has_byte(&firsts, b)) else { continue };
-                let c = c as usize;
-                let t = self.step(a, arena, sc, whole, b)?;
-                if t == DEAD {
-                    continue;
-                }
-                set_all(bits, v.tokens_at(c));
-                if t != EMPTY && v.nodes[c].end as usize > c + 1 {
-                    self.walk_subtree(g, arena, sc, c, t, bits)?;
-                }
+                self.walk_node(g, arena, sc, c as usize, whole, bits)?;
             }
         }
         arena.truncate(mark);
@@ -704,47 +681,55 @@ impl MaskWalker {
         let end = v.nodes[first].end;
         let lo = skeleton.partition_point(|&(n, _)| (n as usize) < first);
         let hi = lo + skeleton[lo..].partition_point(|&(n, _)| n < end);
+        // (A buffer kept across calls; an error drops it.)
         let mut frames = std::mem::take(&mut self.skeleton_frames);
         frames.clear();
         frames.push((u32::MAX, own));
         let mut k = lo;
-        let result = (|| {
-            while k < hi {
-                let (n, whole) = skeleton[k];
-                let i = n as usize;
-                while n >= frames.last().unwrap().0 {
-                    frames.pop();
-                }
-                let parent = frames.last().unwrap().1;
-                let node = v.nodes[i];
-                let t = self.step(a, arena, sc, parent, node.byte)?;
-                k += 1;
-                if t == DEAD || t == EMPTY || whole {
-                    // Nothing below is listed under a whole node; under a
-                    // dead or empty one, nothing below is taken.
-                    while k < hi && skeleton[k].0 < node.end {
-                        k += 1;
-                    }
-                }
-                if t == DEAD {
-                    continue;
-                }
-                set_all(bits, v.tokens_at(i));
-                if t == EMPTY {
-                    continue;
-                }
-                if whole {
-                    if node.end as usize > i + 1 {
-                        self.walk_subtree(g, arena, sc, i, t, bits)?;
-                    }
-                } else {
-                    frames.push((node.end, t));
-                }
+        while k < hi {
+            let (n, whole) = skeleton[k];
+            k += 1;
+            while n >= frames.last().unwrap().0 {
+                frames.pop();
             }
-            Ok(())
-        })();
+            let parent = frames.last().unwrap().1;
+            let (i, node) = (n as usize, v.nodes[n as usize]);
+            if whole {
+                // Nothing below it is listed.
+                self.walk_node(g, arena, sc, i, parent, bits)?;
+                continue;
+            }
+            let t = self.step(a, arena, sc, parent, node.byte)?;
+            if t != DEAD {
+                set_all(bits, v.tokens_at(i));
+            }
+            if t == DEAD || t == EMPTY {
+                // Nothing below is taken.
+                while k < hi && skeleton[k].0 < node.end {
+                    k += 1;
+                }
+            } else {
+                frames.push((node.end, t));
+            }
+        }
         self.skeleton_frames = frames;
-        result
+        Ok(())
+    }
+
+    /// Marks every token in the subtree of trie node `node` (itself
+    /// included) accepted from the interned set `parent_set` (the state
+    /// before its byte).
+    fn walk_node(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, node: usize, parent_set: u32, bits: &mut Bitset) -> Result<(), EngineError> {
+        let v = &*g.vocab;
+        let t = self.step(&g.automaton, arena, sc, parent_set, v.nodes[node].byte)?;
+        if t == DEAD {
+            return Ok(());
+        }
+        set_all(bits, v.tokens_at(node));
+        if t != EMPTY && v.nodes[node].end as usize > node + 1 {
+            self.walk_subtree(g, arena, sc, node, t, bits)?;
+        }
+        Ok(())
     }
 }
 
