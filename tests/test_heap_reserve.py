@@ -29,8 +29,17 @@ for p in paths:
     except fc.GrammarError:
         continue
     # Quiet: the reserve is refilled (5 ms of quiet, then 32 MB touched,
-    # about 20 ms here; room to spare when other processes share the cores).
+    # about 20 ms on an idle machine). Wait until the process stops faulting
+    # in pages rather than for a fixed time: on a loaded machine the refill
+    # can take longer than any fixed pause would allow.
     time.sleep(0.1)
+    settled = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(100):
+        time.sleep(0.03)
+        now = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        if now == settled:
+            break
+        settled = now
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
     compiler.compile(grammar)
     faults += resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before

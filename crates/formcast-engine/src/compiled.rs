@@ -110,7 +110,6 @@ impl CompiledGrammar {
         }
         let n = automaton.n_states();
         let skips = SkipMemo::default();
-        build_class_covers(&automaton, &vocab, &skips);
         Ok(CompiledGrammar {
             automaton,
             vocab,
@@ -125,6 +124,18 @@ impl CompiledGrammar {
     /// Convenience: compile with a plain timeout.
     pub fn compile_with_timeout(grammar: &Grammar, vocab: Arc<VocabIndex>, timeout: Option<Duration>) -> Result<Self, EngineError> {
         Self::compile(grammar, vocab, &CompileOptions::default(), &Budget::new(timeout, None))
+    }
+
+    /// Builds, on rayon's pool, the vocabulary's covers of the byte classes
+    /// this grammar's patterns loop on (see
+    /// [`crate::partition::build_class_covers`]), beside the first masks
+    /// rather than inside the compile. A walk that needs a cover being
+    /// built waits for it, which is never longer than building it itself.
+    pub fn build_class_covers_in_background(self: &Arc<Self>) {
+        let g = self.clone();
+        rayon::spawn(move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build_class_covers(&g.automaton, &g.vocab)));
+        });
     }
 
     /// Computes the partitions of the states met between whole ASCII

@@ -1365,17 +1365,21 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
 /// the loops of `a` that a walk starts from ([`start_of`]), so that the
 /// first mask inside such a pattern does not build one (170 µs of a 270 µs
 /// mask for `[a-z0-9-]+` on Llama-3); each class is built once per
-/// vocabulary. Only where that is cheap beside the compile: a grammar of at
-/// most [`CLASS_PREBUILD_MAX_STATES`] states (looking at each state's row
-/// costs about 15 ns, 0.4 ms for a 26,000-state schema), classes of at most
+/// vocabulary. It runs beside the masks, after the compile (see
+/// `CompiledGrammar::build_class_covers_in_background`: inside the
+/// compile it was 0.3–0.5 ms of W2's and W4's first compiles), and is kept
+/// short, since it shares the machine with them: a grammar of at most
+/// [`CLASS_PREBUILD_MAX_STATES`] states (looking at each state's row costs
+/// about 15–30 ns, 0.4 ms for a 26,000-state schema), classes of at most
 /// [`CLASS_PREBUILD_MAX_BYTES`] bytes (an identifier's; a class of 65 bytes
 /// took up to 0.8 ms), and at most [`CLASS_PREBUILD_MAX`] of them. Any other
-/// class is built by the first walk that needs it.
-pub(crate) fn build_class_covers(a: &Automaton, v: &VocabIndex, memo: &SkipMemo) {
+/// class is built by the first walk that needs it. Its skips are its own
+/// (the shared memo, taken out, would leave the masks' walks without it).
+pub(crate) fn build_class_covers(a: &Automaton, v: &VocabIndex) {
     if a.n_states() > CLASS_PREBUILD_MAX_STATES {
         return;
     }
-    let mut m = memo.take();
+    let mut m = Skips::default();
     let mut seen: Vec<[u64; 2]> = Vec::new();
     for s in 0..a.n_states() as StateId {
         if seen.len() >= CLASS_PREBUILD_MAX {
@@ -1400,7 +1404,6 @@ pub(crate) fn build_class_covers(a: &Automaton, v: &VocabIndex, memo: &SkipMemo)
             }
         }
     }
-    memo.give_back(m);
 }
 
 /// See [`build_class_covers`].

@@ -80,6 +80,8 @@ fn main() {
             let Some(g) = grammar else { continue };
             let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
             let cg = Arc::new(cg);
+            // As the Python extension's compile does.
+            cg.build_class_covers_in_background();
             let mut m = Matcher::new(cg, false, None).unwrap();
             let mut out = vec![0u32; index.logits_size.div_ceil(32)];
             let mut times = Vec::new();
@@ -145,6 +147,7 @@ fn prewarm(index: &Arc<VocabIndex>) {
     let string = json_schema_str_to_grammar(r#"{"type": "string"}"#, &opts).unwrap().0;
     let object = json_schema_str_to_grammar(r#"{"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true}"#, &opts).unwrap().0;
     index.free_text_cover([1 << b'<', 0, 0, 0]);
+    index.build_common_class_covers();
     for g in [string, formcast_grammar::json::builtin_json_grammar(), object] {
         compile(&g).partitions_between_ascii(|| ());
     }

@@ -111,7 +111,9 @@ pub fn compile_grammar(
             fe::CompiledGrammar::compile(&g, index, &opts, &budget)
         })
         .map_err(to_py)?;
-        Ok(CompiledGrammar { inner: Arc::new(cg) })
+        let inner = Arc::new(cg);
+        inner.build_class_covers_in_background();
+        Ok(CompiledGrammar { inner })
     })
 }
 

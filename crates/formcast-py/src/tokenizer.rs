@@ -74,7 +74,11 @@ fn compile_unbounded(index: &Arc<VocabIndex>, grammar: &formcast_grammar::Gramma
 ///   open object's key (the first key position of W3's and W4's open
 ///   objects: 300 µs with the walk, 100–180 µs without).
 /// - What free text that avoids `<` takes of the vocabulary (see
-///   `VocabIndex::free_text_cover`).
+///   `VocabIndex::free_text_cover`), and the tokens made only of the byte
+///   classes identifier patterns loop on most (`[a-z0-9-]`, hex digits;
+///   `VocabIndex::build_common_class_covers`): a compile looks for the
+///   class covers its patterns need and otherwise builds them beside the
+///   first masks.
 /// - A length-bounded string is 32-character blocks and a remainder, each
 ///   position its own automaton state: decoding the first string with a
 ///   `maxLength` walked the trie at every character (two partitions per
@@ -92,6 +96,10 @@ fn warm_strings(index: &Arc<VocabIndex>) -> Option<Arc<formcast_engine::Compiled
     // trigger, a think block's text before its end tag): the first such
     // mask of a process finds it built (about 0.5 ms of a pass over the trie).
     index.free_text_cover([1 << b'<', 0, 0, 0]);
+    // The covers of the classes identifiers loop on most: the first mask
+    // inside such a pattern, or the compile that looks for them, finds
+    // them built.
+    index.build_common_class_covers();
     let opts = formcast_jsonschema::SchemaOptions::default();
     let schema = |text| formcast_jsonschema::json_schema_str_to_grammar(text, &opts).ok().map(|(g, _)| g);
     let (string, object) = (schema(STRING_SCHEMA), schema(OPEN_OBJECT_SCHEMA));
