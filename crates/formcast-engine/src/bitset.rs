@@ -37,6 +37,18 @@ impl Bitset {
     pub fn count(&self) -> usize {
         self.words.iter().map(|w| w.count_ones() as usize).sum()
     }
+    /// Whether at least `n` bits are set, counting 64 words at a time and
+    /// stopping once there are (a dense mask is told after a few chunks).
+    pub fn count_reaches(&self, n: usize) -> bool {
+        let mut seen = 0;
+        for chunk in self.words.chunks(64) {
+            seen += chunk.iter().map(|w| w.count_ones() as usize).sum::<usize>();
+            if seen >= n {
+                return true;
+            }
+        }
+        false
+    }
     pub fn clear(&mut self) {
         self.words.iter_mut().for_each(|w| *w = 0);
     }
@@ -64,5 +76,23 @@ impl Bitset {
                 }
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn count_reaches_agrees_with_count() {
+        let mut b = Bitset::new(10_000);
+        for i in (0..10_000).step_by(7) {
+            b.set(i);
+        }
+        let n = b.count();
+        assert_eq!(n, 1_429);
+        assert!(b.count_reaches(n));
+        assert!(!b.count_reaches(n + 1));
+        assert!(b.count_reaches(0));
     }
 }

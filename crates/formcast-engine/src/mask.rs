@@ -46,13 +46,13 @@ impl StoredMask {
         }
     }
 
-    /// From a dense bitset.
-    pub fn from_bitset(b: &Bitset) -> StoredMask {
-        let count = b.count();
-        if count < b.words.len() {
-            StoredMask::Ids(b.iter_ones().map(|i| i as u32).collect())
+    /// From a dense bitset: its words kept as they are, or, when fewer bits
+    /// are set than it has words, the list of their ids.
+    pub fn from_bitset(b: Bitset) -> StoredMask {
+        if b.count_reaches(b.words.len()) {
+            StoredMask::Dense(b.words)
         } else {
-            StoredMask::Dense(b.words.clone())
+            StoredMask::Ids(b.iter_ones().map(|i| i as u32).collect())
         }
     }
 
@@ -461,7 +461,7 @@ impl MaskWalker {
             }
         }
         let skips = skips.to_vec();
-        part.takes.put(v, a0 as u32, skips, Take { accept: StoredMask::from_bitset(&accept), rest })
+        part.takes.put(v, a0 as u32, skips, Take { accept: StoredMask::from_bitset(accept), rest })
     }
 
     /// Computes the mask of `set` into `bits` (which must be cleared).

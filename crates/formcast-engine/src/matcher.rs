@@ -222,9 +222,11 @@ impl Matcher {
         let mut bits = Bitset::new(words * 32);
         let set = self.cur().set.clone();
         self.walker.compute(&self.g, &mut self.arena, &mut self.sc, &set, &mut bits)?;
-        let stored = StoredMask::from_bitset(&bits);
-        stored.write_into(out);
-        self.g.store_mask(key, std::sync::Arc::new(stored));
+        // The row is the walk's words (no copy of a stored form first).
+        let n = bits.words.len().min(out.len());
+        out[..n].copy_from_slice(&bits.words[..n]);
+        out[n..].fill(0);
+        self.g.store_mask(key, std::sync::Arc::new(StoredMask::from_bitset(bits)));
         Ok(())
     }
 

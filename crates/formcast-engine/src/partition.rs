@@ -481,7 +481,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     let mut frontier: Vec<(u32, StateId)> = reference.frontier.iter().copied().filter(|&(n, _)| !inside_cut(n)).collect();
     frontier.extend(fresh);
     frontier.sort_unstable_by_key(|&(n, _)| n);
-    Partition { accept: Arc::new(StoredMask::from_bitset(&accept)), frontier, takes: Arc::default() }
+    Partition { accept: Arc::new(StoredMask::from_bitset(accept)), frontier, takes: Arc::default() }
 }
 
 /// What a walk may skip from one state: `(bytes, run)` such that every path
@@ -1221,7 +1221,7 @@ impl Accepted {
 
     fn into_stored(self) -> StoredMask {
         match self.bits {
-            Some(b) => StoredMask::from_bitset(&b),
+            Some(b) => StoredMask::from_bitset(b),
             None => {
                 let mut ids = self.ids;
                 ids.sort_unstable();
