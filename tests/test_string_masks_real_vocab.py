@@ -113,6 +113,27 @@ def test_bounded_string_masks_equal_token_acceptance(parts, seed):
     assert checked > 0
 
 
+# Strings of several 32-character blocks, at positions where only long
+# tokens (runs of spaces, dashes, `=`) cross a block's end: the engine takes
+# those by their count of characters, following the sets from block to
+# block and into the remainder (``MaskWalker::text_count``), not by walking.
+MULTI_BLOCK_SCHEMAS = [
+    {"type": "string", "maxLength": 100},
+    {"type": "object", "properties": {"q": {"type": "string", "maxLength": 200}, "n": {"type": "integer"}}, "required": ["q"]},
+    {"type": "string", "minLength": 40, "maxLength": 70},
+    {"type": "array", "items": {"type": "string", "maxLength": 64}},
+]
+MULTI_BLOCK_PREFIXES = ["", "Open", "Open App", "é" * 5 + " ", "x" * 31, "y" * 33, "z" * 60 + "\\n"]
+
+
+@pytest.mark.parametrize("prefix", MULTI_BLOCK_PREFIXES)
+@pytest.mark.parametrize("schema", range(len(MULTI_BLOCK_SCHEMAS)))
+def test_multi_block_string_masks_equal_token_acceptance(parts, schema, prefix):
+    s = MULTI_BLOCK_SCHEMAS[schema]
+    opening = {"object": '{"q": "', "array": '["'}.get(s["type"], '"')
+    _assert_mask_after_prefix_is_acceptance_or_skip(parts, s, opening + prefix)
+
+
 def _assert_mask_after_prefix_is_acceptance(parts, schema, prefix):
     """The mask after `prefix` equals token-by-token acceptance (and is not empty)."""
     tok, _, all_bytes = parts

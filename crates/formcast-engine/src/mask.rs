@@ -121,6 +121,10 @@ pub struct MaskWalker {
     /// past the end of a 32-character block of a length-bounded string, say,
     /// where the next block's item takes any text up to its length.
     set_skips: Vec<Option<Vec<Skip>>>,
+    /// Per set, once needed: how many characters of text it takes, when
+    /// every text of at most that many is taken and none longer (see
+    /// [`MaskWalker::text_count`]).
+    text_counts: Vec<Option<Option<u32>>>,
     /// Per set, once needed: its free text's bytes (the ASCII bytes that
     /// lead it back to itself, and the lead bytes whose characters do,
     /// through sets that go on to a character's end), else none (see
@@ -158,6 +162,14 @@ struct FreeText {
     excluded: [u64; 4],
 }
 
+/// Subtrees at least this large are counted by [`MaskWalker::text_count`]
+/// (asking a set costs about as much as walking a few nodes).
+const TEXT_COUNT_MIN_NODES: usize = 16;
+
+/// Most sets [`MaskWalker::text_count`] follows one from another (a
+/// string's blocks: one per 32 characters).
+const MAX_TEXT_COUNT_DEPTH: u32 = 16;
+
 /// Subtrees at least this large are checked for being entirely inside a
 /// self-loop of their set (then all their tokens are accepted at once).
 const LOOP_CHECK_MIN_NODES: usize = 4;
@@ -187,6 +199,8 @@ impl MaskWalker {
         self.set_skips.push(Some(Vec::new()));
         self.utf8_loops.clear();
         self.utf8_loops.push(Some(None));
+        self.text_counts.clear();
+        self.text_counts.push(Some(Some(0)));
         self.sets.push((0, 0));
         self.trans.resize(256, DEAD);
     }
@@ -311,6 +325,56 @@ impl MaskWalker {
             [sk] => sk.counted(),
             _ => None,
         }
+    }
+
+    /// How many characters of text `set` takes, when every text of at most
+    /// that many is taken and none longer; `None` when some item does
+    /// otherwise. A token below a trie node whose paths are all text is
+    /// then taken by its count of characters ([`accept_text_up_to`]), with
+    /// no walk. Each item runs down its chain of states that take every
+    /// character alike (`partition::text_end`) and there dies, or, where
+    /// every next character leads to one state outside its chain (a
+    /// length-bounded string's 32-character block ends, and the string's
+    /// rule goes on with another block or its remainder), goes on in the
+    /// set that state and the item's continuation close to. Each item's
+    /// text is then "any text up to n characters", and so is the set's,
+    /// the largest n. At most `max_token_len` (no token holds more
+    /// characters); memoized per set. Without it, the tokens of spaces and
+    /// dashes that cross a block's end were walked a set per character:
+    /// 60–130 µs of each mask inside W5's strings.
+    fn text_count(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, set: u32, depth: u32) -> Result<Option<u32>, EngineError> {
+        if let Some(known) = self.text_counts[set as usize] {
+            return Ok(known);
+        }
+        if self.lexed || depth > MAX_TEXT_COUNT_DEPTH {
+            return Ok(None);
+        }
+        // Met again while it is worked out (a cycle): not counted.
+        self.text_counts[set as usize] = Some(None);
+        let a = &g.automaton;
+        let cap = g.vocab.max_token_len as u32;
+        let (start, len) = self.sets[set as usize];
+        let items: Vec<Item> = self.set_items[start as usize..(start + len) as usize].to_vec();
+        let ends = g.skips().text_ends(a, &g.vocab, items.iter().map(|it| it.state));
+        let mut most = 0u32;
+        for (it, end) in items.iter().zip(ends) {
+            let took = if end.run >= cap || end.dead {
+                end.run
+            } else if let Some(x) = end.exit {
+                self.seeds.clear();
+                self.seeds.push(Item { state: x, cont: it.cont });
+                let next = self.intern_closure(a, arena, sc)?;
+                match self.text_count(g, arena, sc, next, depth + 1)? {
+                    Some(n) => end.run.saturating_add(1).saturating_add(n),
+                    None => return Ok(None),
+                }
+            } else {
+                return Ok(None);
+            };
+            most = most.max(took.min(cap));
+        }
+        self.text_counts[set as usize] = Some(Some(most));
+        Ok(Some(most))
     }
 
     /// The interned set's skips (computed on first need), sorted and distinct.
@@ -598,6 +662,7 @@ impl MaskWalker {
         self.loops.push(([0; 4], [0; 4]));
         self.set_skips.push(None);
         self.utf8_loops.push(None);
+        self.text_counts.push(None);
         id
     }
 
@@ -637,7 +702,12 @@ impl MaskWalker {
                     continue;
                 }
                 if v.text_chars[i] != u16::MAX {
-                    if let Some(run) = self.counted(g, t) {
+                    let run = match self.counted(g, t) {
+                        Some(run) => Some(run),
+                        None if node.end as usize - i >= TEXT_COUNT_MIN_NODES => self.text_count(g, arena, sc, t, 0)?,
+                        None => None,
+                    };
+                    if let Some(run) = run {
                         set_all(bits, v.tokens_at(i));
                         accept_text_up_to(v, i, run, bits, &mut self.count_stack);
                         i = node.end as usize;

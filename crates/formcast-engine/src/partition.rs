@@ -263,6 +263,26 @@ struct Skips {
     not_closed: rustc_hash::FxHashSet<StateId>,
     /// Per state: its free text's bytes, if any (see [`utf8_loop`]).
     utf8: FxHashMap<StateId, Option<[u64; 4]>>,
+    /// Per state: how many characters its text chain runs and the state
+    /// it ends in ([`text_end`]; `u32::MAX`: a loop, it never ends).
+    chain_ends: FxHashMap<StateId, (u32, StateId)>,
+    /// Per chain end: whether every character dies there, else the state
+    /// every character leads to, if one ([`text_exit_of`]).
+    end_moves: FxHashMap<StateId, (bool, Option<StateId>)>,
+}
+
+/// What a state does with text, as [`SkipMemo::text_ends`] tells it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct TextEnd {
+    /// Characters of any text it takes through interior states, along the
+    /// chain of states that take every character alike ([`text_end`]); at
+    /// least this many when it is the cap, `u32::MAX` for a loop.
+    pub run: u32,
+    /// Whether every character after them dies.
+    pub dead: bool,
+    /// Else, the state every next character leads to, when there is one
+    /// ([`text_exit_of`]).
+    pub exit: Option<StateId>,
 }
 
 impl SkipMemo {
@@ -282,6 +302,16 @@ impl SkipMemo {
                 out.push(sk);
             }
         }
+        self.give_back(m);
+        out
+    }
+
+    /// Per state of `states`: its [`TextEnd`] (runs cut at `v.max_token_len`
+    /// characters: no token holds more).
+    pub(crate) fn text_ends(&self, a: &Automaton, v: &VocabIndex, states: impl Iterator<Item = StateId>) -> Vec<TextEnd> {
+        let mut m = self.take();
+        let cap = v.max_token_len as u32;
+        let out = states.map(|t| text_end(a, t, cap, &mut m)).collect();
         self.give_back(m);
         out
     }
@@ -1104,6 +1134,120 @@ fn text_run(a: &Automaton, t: StateId, cap: u32, memo: &mut Skips) -> (u32, bool
         memo.texts.insert(s, (run, dead));
     }
     memo.texts[&t]
+}
+
+/// What `t` does with text: follows the chain of states that take every
+/// character alike to one interior successor ([`text_successor`], as
+/// [`text_run`] does) to its end, at most `cap` characters, and asks the
+/// end whether every character dies there or all lead to one state (the
+/// end of a length-bounded string's 32-character block, which returns to
+/// the string's rule). Memoized per state of the chain.
+fn text_end(a: &Automaton, t: StateId, cap: u32, m: &mut Skips) -> TextEnd {
+    const NOT_ALIKE: TextEnd = TextEnd { run: 0, dead: false, exit: None };
+    if let std::collections::hash_map::Entry::Vacant(slot) = m.chain_ends.entry(t) {
+        // Most states that are not a string's take ASCII characters apart
+        // (free text before a trigger: `<`); asking them costs less than
+        // their table's text bytes (`text_reps`, per table: a grammar of
+        // tools has tables of hundreds of classes).
+        let moves = a.state_moves(t);
+        let first = moves.next(b' ');
+        if (0x21..0x80u8).any(|b| has_byte(&ASCII_TEXT, b) && moves.next(b) != first) {
+            slot.insert((0, t));
+            m.end_moves.insert(t, (false, None));
+            return NOT_ALIKE;
+        }
+    }
+    let mut chain: Vec<StateId> = Vec::new();
+    let mut cur = t;
+    let (tail, end) = loop {
+        if let Some(&known) = m.chain_ends.get(&cur) {
+            break known;
+        }
+        if chain.len() as u32 >= cap {
+            // At least `cap` characters: as many as any token holds.
+            return TextEnd { run: cap, dead: false, exit: None };
+        }
+        let reps = text_reps(a, cur, m).to_vec();
+        match text_successor(a, cur, &reps) {
+            Some(u) if u == cur || chain.contains(&u) => {
+                chain.push(cur);
+                break (u32::MAX, DEAD);
+            }
+            Some(u) => {
+                chain.push(cur);
+                cur = u;
+            }
+            None => {
+                m.chain_ends.insert(cur, (0, cur));
+                break (0, cur);
+            }
+        }
+    };
+    let n = chain.len() as u32;
+    for (i, &s) in chain.iter().enumerate() {
+        let run = if tail == u32::MAX { u32::MAX } else { tail + (n - i as u32) };
+        m.chain_ends.insert(s, (run, end));
+    }
+    let run = m.chain_ends.get(&t).map_or(tail, |&(r, _)| r);
+    if run == u32::MAX {
+        return TextEnd { run, dead: false, exit: None };
+    }
+    let (dead, exit) = match m.end_moves.get(&end) {
+        Some(&known) => known,
+        None => {
+            let reps = text_reps(a, end, m).to_vec();
+            let known = if text_dead(a, end, &reps) { (true, None) } else { (false, text_exit_of(a, end, &reps)) };
+            m.end_moves.insert(end, known);
+            known
+        }
+    };
+    TextEnd { run: run.min(cap), dead, exit: if run >= cap { None } else { exit } }
+}
+
+/// The one state every character of text leads `u` to (through interior
+/// states inside a character; the state a character ends on may finish or
+/// call), if every character leads somewhere and all to the same state.
+fn text_exit_of(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
+    let mut inside: Vec<(StateId, u8)> = Vec::new();
+    let mut exit: Option<StateId> = None;
+    let mut step = |w: StateId, r: u8, b: u8, inside: &mut Vec<(StateId, u8)>| -> bool {
+        let r2 = text_next(r, b);
+        if r2 == TEXT_DEAD {
+            return true;
+        }
+        let w2 = a.next(w, b);
+        if w2 == DEAD {
+            return false;
+        }
+        if r2 == 0 {
+            *exit.get_or_insert(w2) == w2
+        } else {
+            if !interior(a, w2) {
+                return false;
+            }
+            if !inside.contains(&(w2, r2)) {
+                inside.push((w2, r2));
+            }
+            inside.len() <= 64
+        }
+    };
+    for &b in reps {
+        if !step(u, 0, b, &mut inside) {
+            return None;
+        }
+    }
+    let continuation: Vec<u8> = reps.iter().copied().filter(|b| (0x80..=0xBF).contains(b)).collect();
+    let mut k = 0;
+    while k < inside.len() {
+        let (w, r) = inside[k];
+        k += 1;
+        for &b in &continuation {
+            if !step(w, r, b, &mut inside) {
+                return None;
+            }
+        }
+    }
+    exit
 }
 
 /// Accepts the tokens below trie node `i` that start at most `run`
