@@ -28,6 +28,14 @@ pub enum StoredMask {
     Dense(Vec<u32>),
 }
 
+/// `out = words` (words past them are zeroed).
+#[inline]
+pub(crate) fn write_words(words: &[u32], out: &mut [u32]) {
+    let n = words.len().min(out.len());
+    out[..n].copy_from_slice(&words[..n]);
+    out[n..].fill(0);
+}
+
 impl StoredMask {
     /// From a list of allowed ids.
     pub fn from_ids(mut ids: Vec<u32>, logits_size: usize) -> StoredMask {
@@ -81,11 +89,7 @@ impl StoredMask {
                 out.fill(0);
                 self.or_into(out);
             }
-            StoredMask::Dense(w) => {
-                let n = w.len().min(out.len());
-                out[..n].copy_from_slice(&w[..n]);
-                out[n..].fill(0);
-            }
+            StoredMask::Dense(w) => write_words(w, out),
         }
     }
 

@@ -223,9 +223,7 @@ impl Matcher {
         let set = self.cur().set.clone();
         self.walker.compute(&self.g, &mut self.arena, &mut self.sc, &set, &mut bits)?;
         // The row is the walk's words (no copy of a stored form first).
-        let n = bits.words.len().min(out.len());
-        out[..n].copy_from_slice(&bits.words[..n]);
-        out[n..].fill(0);
+        crate::mask::write_words(&bits.words, out);
         self.g.store_mask(key, std::sync::Arc::new(StoredMask::from_bitset(bits)));
         Ok(())
     }

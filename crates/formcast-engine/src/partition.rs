@@ -944,6 +944,14 @@ fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
 /// once), when every byte of the way is an interior state; `false`
 /// otherwise (`reps` as in [`text_successor`]).
 fn text_successors(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>) -> bool {
+    text_successors_ending(a, u, reps, out, true)
+}
+
+/// [`text_successors`], where the state a character ends on must be
+/// interior only when `end_interior` (else only live: it may finish or
+/// call, see [`text_exit_of`]); bytes inside a character always pass
+/// interior states.
+fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>, end_interior: bool) -> bool {
     // (state, decoder state) pairs inside a character.
     let mut inside: Vec<(StateId, u8)> = Vec::new();
     let step = |w: StateId, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
@@ -952,7 +960,8 @@ fn text_successors(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId
             return true;
         }
         let w2 = a.next(w, b);
-        if !interior(a, w2) {
+        let live = if r2 == 0 && !end_interior { w2 != DEAD } else { interior(a, w2) };
+        if !live {
             return false;
         }
         if r2 == 0 {
@@ -1184,11 +1193,12 @@ fn text_end(a: &Automaton, t: StateId, cap: u32, m: &mut Skips) -> TextEnd {
         }
     };
     let n = chain.len() as u32;
+    let run_at = |i: u32| if tail == u32::MAX { u32::MAX } else { tail + (n - i) };
     for (i, &s) in chain.iter().enumerate() {
-        let run = if tail == u32::MAX { u32::MAX } else { tail + (n - i as u32) };
-        m.chain_ends.insert(s, (run, end));
+        m.chain_ends.insert(s, (run_at(i as u32), end));
     }
-    let run = m.chain_ends.get(&t).map_or(tail, |&(r, _)| r);
+    // `t` is the chain's first state, or, with no chain, the one known.
+    let run = run_at(0);
     if run == u32::MAX {
         return TextEnd { run, dead: false, exit: None };
     }
@@ -1208,46 +1218,8 @@ fn text_end(a: &Automaton, t: StateId, cap: u32, m: &mut Skips) -> TextEnd {
 /// states inside a character; the state a character ends on may finish or
 /// call), if every character leads somewhere and all to the same state.
 fn text_exit_of(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
-    let mut inside: Vec<(StateId, u8)> = Vec::new();
-    let mut exit: Option<StateId> = None;
-    let mut step = |w: StateId, r: u8, b: u8, inside: &mut Vec<(StateId, u8)>| -> bool {
-        let r2 = text_next(r, b);
-        if r2 == TEXT_DEAD {
-            return true;
-        }
-        let w2 = a.next(w, b);
-        if w2 == DEAD {
-            return false;
-        }
-        if r2 == 0 {
-            *exit.get_or_insert(w2) == w2
-        } else {
-            if !interior(a, w2) {
-                return false;
-            }
-            if !inside.contains(&(w2, r2)) {
-                inside.push((w2, r2));
-            }
-            inside.len() <= 64
-        }
-    };
-    for &b in reps {
-        if !step(u, 0, b, &mut inside) {
-            return None;
-        }
-    }
-    let continuation: Vec<u8> = reps.iter().copied().filter(|b| (0x80..=0xBF).contains(b)).collect();
-    let mut k = 0;
-    while k < inside.len() {
-        let (w, r) = inside[k];
-        k += 1;
-        for &b in &continuation {
-            if !step(w, r, b, &mut inside) {
-                return None;
-            }
-        }
-    }
-    exit
+    let mut out = Vec::new();
+    (text_successors_ending(a, u, reps, &mut out, false) && out.len() == 1).then(|| out[0])
 }
 
 /// Accepts the tokens below trie node `i` that start at most `run`
