@@ -9,6 +9,7 @@
 //! PREWARM=1 warms each index as the Python extension's tokenizer does.
 //! REPS=n repeats (for a profiler); TOP=n prints the n slowest masks of
 //! each job (JOB_TIMES=1: the total and slowest mask of each job, with ALL).
+//! MASK_ONLY=n computes only step n's mask (for a profiler).
 //! DIGEST=1 prints a digest of each job's masks (to check that a
 //! change to the engine keeps every mask); STEPS=1 prints every mask's
 //! time. PERF_CTL=FIFO PERF_STEP=n profiles one step's mask alone:
@@ -92,6 +93,15 @@ fn main() {
                 let profiled = perf_ctl.is_some() && env("PERF_STEP", usize::MAX) == times.len();
                 if profiled {
                     perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
+                }
+                // MASK_ONLY=n: only step n's mask is computed (for a
+                // profiler: `--toggle-collect` then sees that mask alone).
+                if env("MASK_ONLY", usize::MAX) != usize::MAX && env("MASK_ONLY", 0) != times.len() {
+                    times.push(0.0);
+                    if !m.accept_token(id.as_u64().unwrap() as u32).unwrap() {
+                        break;
+                    }
+                    continue;
                 }
                 let t = Instant::now();
                 m.fill_next_token_bitmask(&mut out).unwrap();
