@@ -376,12 +376,12 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     }
     let mut diff = [0u64; 4];
     let mut n = 0;
-    let mut budget = 4096u32;
+    let mut futures = Futures::new(4096);
     let (moves_s, moves_r) = (a.state_moves(s), a.state_moves(r));
     if a.table_of(s) == a.table_of(r) {
         // One row each over the same classes: compared class by class.
         for ((ts, bits), (tr, _)) in moves_s.by_class().zip(moves_r.by_class()) {
-            if !same_future(a, ts, tr, 3, &mut budget) {
+            if !same_future(a, ts, tr, 3, &mut futures) {
                 or_into(&mut diff, bits);
                 n += byte_count(bits);
                 if n > MAX_DIFF {
@@ -391,7 +391,7 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
         }
     } else {
         for b in 0..=255u8 {
-            if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut budget) {
+            if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut futures) {
                 diff[b as usize / 64] |= 1 << (b % 64);
                 n += 1;
                 if n > MAX_DIFF {
@@ -403,30 +403,70 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     Some((r, diff))
 }
 
+/// [`same_future`]'s budget, and what it found per pair of states: the
+/// most bytes within which they were found to walk alike, and the fewest
+/// within which they were found to part. Why: a derived partition compares
+/// the same pair of states at every child of a node whose bytes share a
+/// class, and each comparison looked at every class three bytes deep — a
+/// key position among 40 property names spent most of its 500 µs there.
+pub(crate) struct Futures {
+    budget: u32,
+    known: FxHashMap<(StateId, StateId), (u8, u8)>,
+}
+
+impl Futures {
+    pub(crate) fn new(budget: u32) -> Futures {
+        Futures { budget, known: FxHashMap::default() }
+    }
+}
+
 /// Whether `x` and `y` walk alike: equal, or interior states with the same
 /// flags whose moves on every byte class walk alike within `depth` bytes.
 /// Why: the engine's per-rule DFAs are not minimized, and the states inside
 /// a UTF-8 character differ by where they came from although they all lead
-/// back to the same state; `budget` bounds the comparison.
-fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, budget: &mut u32) -> bool {
+/// back to the same state; the budget of `f` bounds the comparison (a pair
+/// it has answered costs none).
+fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, f: &mut Futures) -> bool {
     if x == y {
         return true;
     }
-    if depth == 0 || *budget == 0 || !interior(a, x) || !interior(a, y) {
+    if depth == 0 || !interior(a, x) || !interior(a, y) {
         return false;
     }
     let (fx, fy) = (a.flags[x as usize], a.flags[y as usize]);
     if fx != fy || fx & flags::TICKS != 0 {
         return false;
     }
-    *budget -= 1;
-    let global = |t: StateId, base: StateId| if t == DEAD { DEAD } else { t + base };
-    if a.table_of(x) == a.table_of(y) {
-        let ((_, rx, bx), (_, ry, by)) = (a.moves(x), a.moves(y));
-        rx.iter().zip(ry.iter()).all(|(tx, ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, budget))
-    } else {
-        a.class_rep.iter().all(|&b| same_future(a, a.next(x, b), a.next(y, b), depth - 1, budget))
+    let key = (x.min(y), x.max(y));
+    if let Some(&(alike, apart)) = f.known.get(&key) {
+        if alike as u32 >= depth {
+            return true;
+        }
+        if apart as u32 <= depth {
+            return false;
+        }
     }
+    if f.budget == 0 {
+        return false;
+    }
+    f.budget -= 1;
+    let global = |t: StateId, base: StateId| if t == DEAD { DEAD } else { t + base };
+    let same = if a.table_of(x) == a.table_of(y) {
+        let ((_, rx, bx), (_, ry, by)) = (a.moves(x), a.moves(y));
+        rx.iter().zip(ry.iter()).all(|(tx, ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, f))
+    } else {
+        a.class_rep.iter().all(|&b| same_future(a, a.next(x, b), a.next(y, b), depth - 1, f))
+    };
+    // A "no" from a spent budget proves nothing, and is not kept.
+    if same || f.budget > 0 {
+        let e = f.known.entry(key).or_insert((0, u8::MAX));
+        if same {
+            e.0 = e.0.max(depth as u8);
+        } else {
+            e.1 = e.1.min(depth as u8);
+        }
+    }
+    same
 }
 
 /// The partition of `s` from `reference`, the partition of the state `r`
@@ -447,7 +487,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     // order, and what replaces them.
     let mut cut: Vec<(u32, u32)> = Vec::new();
     let mut fresh: Vec<(u32, StateId)> = Vec::new();
-    let mut budget = 4096u32;
+    let mut futures = Futures::new(4096);
     // (node, state of `s`, state of `r`) of interior nodes whose children
     // are compared; the first level by `diff`.
     let mut work: Vec<(usize, StateId, StateId)> = Vec::new();
@@ -462,7 +502,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     let mut compare = |c: usize, sp: StateId, rp: StateId, work: &mut Vec<(usize, StateId, StateId)>, accept: &mut Bitset, cut: &mut Vec<(u32, u32)>, fresh: &mut Vec<(u32, StateId)>, m: &mut Skips| {
         let byte = v.nodes[c].byte;
         let (sc, rc) = (a.next(sp, byte), a.next(rp, byte));
-        if same_future(a, sc, rc, 3, &mut budget) {
+        if same_future(a, sc, rc, 3, &mut futures) {
             return;
         }
         // A large subtree that `s`'s state takes whole (every path below
