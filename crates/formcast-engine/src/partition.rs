@@ -269,6 +269,8 @@ struct Skips {
     /// Per chain end: whether every character dies there, else the state
     /// every character leads to, if one ([`text_exit_of`]).
     end_moves: FxHashMap<StateId, (bool, Option<StateId>)>,
+    /// Per state whose skip was not asked: the bytes it moves on.
+    live: FxHashMap<StateId, [u64; 4]>,
 }
 
 /// What a state does with text, as [`SkipMemo::text_ends`] tells it.
@@ -323,7 +325,8 @@ impl SkipMemo {
 
     fn give_back(&self, skips: Skips) {
         if let Ok(mut m) = self.0.lock() {
-            if m.skips.len() + m.texts.len() + m.utf8.len() < skips.skips.len() + skips.texts.len() + skips.utf8.len() {
+            let size = |m: &Skips| m.skips.len() + m.texts.len() + m.utf8.len() + m.live.len();
+            if size(&m) < size(&skips) {
                 *m = skips;
             }
         }
@@ -1757,12 +1760,36 @@ fn walk_into(
             }
             continue;
         }
+        // A state that moves on some ASCII characters of text but not all
+        // (inside an enum's names, a key's next letters) takes no text
+        // subtree whole, and text does not die in it; and a subtree with a
+        // byte it does not move on is taken neither by its skip nor by a
+        // closed set, whose bytes are among its moves. Such a node is
+        // walked into with no skip asked, where the skip is not known yet:
+        // it followed the state's chain to the end of a name, and a
+        // 100-name enum's first mask spent half its time there.
+        let known = match last {
+            Some((u, sk)) if u == t => Some(sk),
+            _ => memo_now.skips.get(&t).copied(),
+        };
+        if known.is_none() {
+            let live = *memo_now.live.entry(t).or_insert_with(|| a.byte_set(t));
+            let text_moves = [live[0] & ASCII_TEXT[0], live[1] & ASCII_TEXT[1]];
+            if text_moves != [0, 0] && text_moves != [ASCII_TEXT[0], ASCII_TEXT[1]] && !v.below_within(i, &live) {
+                if !in_cover {
+                    accept.add(v.tokens_at(i));
+                }
+                stack.push((node.end, t, text_here, chars_here, free_here));
+                i += 1;
+                continue;
+            }
+        }
         // Every path below stays on a run of interior states (a loop inside
         // a string, a length-bounded string with room left): the whole
         // subtree is accepted without visiting it.
-        let mut sk = match last {
-            Some((u, sk)) if u == t => sk,
-            _ => skip_of(a, t, memo_now),
+        let mut sk = match known {
+            Some(sk) => sk,
+            None => skip_of(a, t, memo_now),
         };
         let mut whole = sk.takes_bytes(v, i);
         // Or the subtree is JSON string text (multi-byte characters), and
