@@ -1086,6 +1086,8 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
     // past the usual bound (most sets close or fail well within it).
     let mut closed_max = TEXT_CLOSED_MAX;
     let mut set = vec![u];
+    // Per member, the index of the member it was found from.
+    let mut found_from = vec![0usize];
     let mut members: rustc_hash::FxHashSet<StateId> = Default::default();
     members.insert(u);
     let (mut out, mut reps) = (Vec::new(), Vec::new());
@@ -1100,6 +1102,19 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
         reps.extend_from_slice(text_reps(a, w, memo));
         out.clear();
         if !text_successors(a, w, &reps, &mut out) || out.is_empty() {
+            // Text leads `w` out, and so every member that text leads to
+            // `w`: the members it was found from, back to `u`, are not
+            // closed either (each was followed anew, most of a think
+            // block's first mask: the states inside `</think` each found
+            // the same way out).
+            let mut j = k - 1;
+            loop {
+                memo.not_closed.insert(set[j]);
+                if j == 0 {
+                    break;
+                }
+                j = found_from[j];
+            }
             break false;
         }
         for &x in &out {
@@ -1111,6 +1126,7 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
                     break 'follow false;
                 }
                 set.push(x);
+                found_from.push(k - 1);
             }
         }
     };
