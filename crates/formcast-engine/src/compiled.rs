@@ -164,7 +164,7 @@ impl CompiledGrammar {
         });
         chunk[s as usize % PARTITION_CHUNK]
             .get_or_init(|| {
-                let p = match reference_state(&self.automaton, s) {
+                let p = match reference_state(&self.automaton, s, &self.skips) {
                     Some((r, diff)) => derive_partition(&self.automaton, &self.vocab, s, r, &self.partition(r), &diff, &self.skips),
                     None => partition_of(&self.automaton, &self.vocab, s, &self.skips),
                 };

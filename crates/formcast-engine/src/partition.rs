@@ -271,6 +271,8 @@ struct Skips {
     end_moves: FxHashMap<StateId, (bool, Option<StateId>)>,
     /// Per state whose skip was not asked: the bytes it moves on.
     live: FxHashMap<StateId, [u64; 4]>,
+    /// [`same_future`]'s answers (see [`Futures`]).
+    futures: FxHashMap<(StateId, StateId), (u8, u8)>,
 }
 
 /// What a state does with text, as [`SkipMemo::text_ends`] tells it.
@@ -368,8 +370,7 @@ const DERIVE_WIDE_DIFF: u32 = 16;
 /// Such a state's partition is that of the reference state with the
 /// subtrees of the `diff` bytes walked anew ([`derive_partition`]): a few
 /// hundred trie nodes instead of every subtree holding a quote.
-pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])> {
-    const MAX_DIFF: u32 = 64;
+pub fn reference_state(a: &Automaton, s: StateId, memo: &SkipMemo) -> Option<(StateId, [u64; 4])> {
     let majority = |u: StateId| -> StateId {
         moves_by_target(a, u).into_iter().max_by_key(|&(t, n, _)| (n, std::cmp::Reverse(t))).map(|(t, _, _)| t).unwrap_or(DEAD)
     };
@@ -377,14 +378,23 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
     if r == DEAD || r == s || !interior(a, r) || majority(r) != r {
         return None;
     }
+    let mut futures = Futures::from_memo(4096, memo);
+    let diff = differing_bytes(a, s, r, &mut futures);
+    futures.give_back(memo);
+    diff.map(|d| (r, d))
+}
+
+/// The first bytes on which `s` and `r` do not walk alike, when there are
+/// at most 64 (see [`reference_state`]).
+fn differing_bytes(a: &Automaton, s: StateId, r: StateId, futures: &mut Futures) -> Option<[u64; 4]> {
+    const MAX_DIFF: u32 = 64;
     let mut diff = [0u64; 4];
     let mut n = 0;
-    let mut futures = Futures::new(4096);
     let (moves_s, moves_r) = (a.state_moves(s), a.state_moves(r));
     if a.table_of(s) == a.table_of(r) {
         // One row each over the same classes: compared class by class.
         for ((ts, bits), (tr, _)) in moves_s.by_class().zip(moves_r.by_class()) {
-            if !same_future(a, ts, tr, 3, &mut futures) {
+            if !same_future(a, ts, tr, 3, futures) {
                 or_into(&mut diff, bits);
                 n += byte_count(bits);
                 if n > MAX_DIFF {
@@ -394,7 +404,7 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
         }
     } else {
         for b in 0..=255u8 {
-            if !same_future(a, moves_s.next(b), moves_r.next(b), 3, &mut futures) {
+            if !same_future(a, moves_s.next(b), moves_r.next(b), 3, futures) {
                 diff[b as usize / 64] |= 1 << (b % 64);
                 n += 1;
                 if n > MAX_DIFF {
@@ -403,23 +413,45 @@ pub fn reference_state(a: &Automaton, s: StateId) -> Option<(StateId, [u64; 4])>
             }
         }
     }
-    Some((r, diff))
+    Some(diff)
 }
 
 /// [`same_future`]'s budget, and what it found per pair of states: the
 /// most bytes within which they were found to walk alike, and the fewest
-/// within which they were found to part. Why: a derived partition compares
-/// the same pair of states at every child of a node whose bytes share a
-/// class, and each comparison looked at every class three bytes deep — a
-/// key position among 40 property names spent most of its 500 µs there.
+/// within which they were found to part (kept in the grammar's memo from
+/// one partition to the next). Why: a derived partition compares the same
+/// pair of states at every child of a node whose bytes share a class, and
+/// each comparison looked at every class three bytes deep — a key position
+/// among 40 property names spent most of its 500 µs there; and the
+/// partitions of one key position's names compare the same states.
 pub(crate) struct Futures {
     budget: u32,
     known: FxHashMap<(StateId, StateId), (u8, u8)>,
 }
 
+/// Most answers of [`same_future`] a grammar's memo keeps (about 1.5 MB).
+const FUTURES_KEPT: usize = 1 << 16;
+
 impl Futures {
-    pub(crate) fn new(budget: u32) -> Futures {
-        Futures { budget, known: FxHashMap::default() }
+    /// A comparison with its own budget, from the answers the grammar's
+    /// memo holds (they depend on the automaton alone).
+    fn from_memo(budget: u32, memo: &SkipMemo) -> Futures {
+        let known = memo.0.lock().map(|mut m| std::mem::take(&mut m.futures)).unwrap_or_default();
+        Futures { budget, known }
+    }
+
+    /// Its answers back into the memo, unless a concurrent comparison kept
+    /// more (or they are too many to keep: the memo lives as long as its
+    /// grammar).
+    fn give_back(self, memo: &SkipMemo) {
+        if self.known.len() > FUTURES_KEPT {
+            return;
+        }
+        if let Ok(mut m) = memo.0.lock() {
+            if m.futures.len() < self.known.len() {
+                m.futures = self.known;
+            }
+        }
     }
 }
 
@@ -490,7 +522,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
     // order, and what replaces them.
     let mut cut: Vec<(u32, u32)> = Vec::new();
     let mut fresh: Vec<(u32, StateId)> = Vec::new();
-    let mut futures = Futures::new(4096);
+    let mut futures = Futures::from_memo(4096, memo);
     // (node, state of `s`, state of `r`) of interior nodes whose children
     // are compared; the first level by `diff`.
     let mut work: Vec<(usize, StateId, StateId)> = Vec::new();
@@ -546,6 +578,7 @@ pub fn derive_partition(a: &Automaton, v: &VocabIndex, s: StateId, r: StateId, r
         }
     }
     memo.give_back(m);
+    futures.give_back(memo);
     cut.sort_unstable();
     let inside_cut = |n: u32| {
         let k = cut.partition_point(|&(lo, _)| lo <= n);
