@@ -30,6 +30,25 @@ fn count_bits_popcnt(words: &[u32]) -> usize {
     count_bits_portable(words)
 }
 
+/// How many bytes a 256-bit byte set holds ([`count_bits`]'s `popcnt`,
+/// for the byte sets of automaton states: a partition walk counts the
+/// bytes of every class of every state it meets).
+#[inline]
+pub fn count_bytes(set: &[u64; 4]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") {
+        // SAFETY: the CPU has `popcnt`, checked just above.
+        return unsafe { count_bytes_popcnt(set) };
+    }
+    set.iter().map(|w| w.count_ones()).sum()
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt")]
+fn count_bytes_popcnt(set: &[u64; 4]) -> u32 {
+    set.iter().map(|w| w.count_ones()).sum()
+}
+
 #[inline(always)]
 fn count_bits_portable(words: &[u32]) -> usize {
     let pairs = words.chunks_exact(2);
@@ -178,5 +197,7 @@ mod tests {
         assert_eq!(count_bits_portable(&words), expected);
         assert_eq!(count_bits(&words[..1]), words[0].count_ones() as usize);
         assert_eq!(count_bits(&[]), 0);
+        let set = [u64::MAX, 1, 0, 1 << 63];
+        assert_eq!(count_bytes(&set), 66);
     }
 }

@@ -269,8 +269,9 @@ struct Skips {
     /// Per chain end: whether every character dies there, else the state
     /// every character leads to, if one ([`text_exit_of`]).
     end_moves: FxHashMap<StateId, (bool, Option<StateId>)>,
-    /// Per state whose skip was not asked: the bytes it moves on.
-    live: FxHashMap<StateId, [u64; 4]>,
+    /// Per state whose skip was not asked: the bytes it moves on, and its
+    /// skip's bytes ([`first_skip_bytes`]).
+    moves: FxHashMap<StateId, ([u64; 4], [u64; 4])>,
     /// [`same_future`]'s answers (see [`Futures`]).
     futures: FxHashMap<(StateId, StateId), (u8, u8)>,
 }
@@ -327,7 +328,7 @@ impl SkipMemo {
 
     fn give_back(&self, skips: Skips) {
         if let Ok(mut m) = self.0.lock() {
-            let size = |m: &Skips| m.skips.len() + m.texts.len() + m.utf8.len() + m.live.len();
+            let size = |m: &Skips| m.skips.len() + m.texts.len() + m.utf8.len() + m.moves.len();
             if size(&m) < size(&skips) {
                 *m = skips;
             }
@@ -810,8 +811,13 @@ fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) ->
     sk.text
 }
 
+/// The lead bytes of characters of two to four bytes (C2–F4), in the
+/// last word of a byte set.
+const TEXT_LEADS: u64 = (!0u64 << (0xC2 - 0xC0)) & (!0u64 >> (63 - (0xF4 - 0xC0)));
+
 /// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
 const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
+
 
 /// Subtrees at least this large that a state's skip does not take whole
 /// are checked against the bytes of a closed set of states
@@ -956,6 +962,20 @@ fn skip_of(a: &Automaton, t: StateId, m: &mut Skips) -> Skip {
         run_after = run;
     }
     memo[&t]
+}
+
+/// The bytes of `t`'s skip ([`skip_of`]), which its first step decides
+/// alone (the chain after it only counts the run): the bytes to the
+/// interior successor most bytes lead to, when they outnumber the bytes
+/// that loop, else those.
+fn first_skip_bytes(a: &Automaton, t: StateId) -> [u64; 4] {
+    let targets = moves_by_target(a, t);
+    let loop_bytes = targets.iter().find(|&&(u, _, _)| u == t).map_or([0; 4], |&(_, _, bytes)| bytes);
+    let best = targets.into_iter().filter(|&(u, _, _)| u != t && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
+    match best {
+        Some((_, n, bytes)) if n > byte_count(&loop_bytes) => bytes,
+        _ => loop_bytes,
+    }
 }
 
 fn interior(a: &Automaton, u: StateId) -> bool {
@@ -1370,7 +1390,7 @@ fn moves_by_target(a: &Automaton, u: StateId) -> Vec<(StateId, u32, [u64; 4])> {
 /// How many bytes a 256-bit set holds.
 #[inline]
 fn byte_count(set: &[u64; 4]) -> u32 {
-    set.iter().map(|w| w.count_ones()).sum()
+    crate::bitset::count_bytes(set)
 }
 
 /// `set |= bits` over 256-bit sets.
@@ -1515,6 +1535,18 @@ fn start_of(a: &Automaton, v: &VocabIndex, s: StateId, m: &mut Skips) -> Start {
     // (Only with a cover built already, with its skeleton: a key that must
     // match an unanchored pattern refuses a character too, but its set of
     // states takes every character, and its text run is faster.)
+    if free.is_none() {
+        // A text run needs every ASCII character of text to move the
+        // state to an interior one, and a class loop at least 16 ASCII
+        // bytes; a state that moves on fewer (inside an enum's names) is
+        // not asked for its skip, which followed its chain to the name's
+        // end for each of a 100-name enum's partitions.
+        let live = a.byte_set(s);
+        let all_text = (0..2).all(|k| ASCII_TEXT[k] & !live[k] == 0);
+        if !all_text && byte_count(&[live[0], live[1], 0, 0]) < CLASS_COVER_MIN_BYTES {
+            return Start::Plain;
+        }
+    }
     let refuses_text = free.is_some_and(|ex| {
         (0..4).any(|k| ex[k] & ASCII_TEXT[k] != 0) && v.built_free_text_cover(ex).is_some_and(|c| c.skeleton.is_some())
     });
@@ -1811,20 +1843,35 @@ fn walk_into(
         }
         // A state that moves on some ASCII characters of text but not all
         // (inside an enum's names, a key's next letters) takes no text
-        // subtree whole, and text does not die in it; and a subtree with a
-        // byte it does not move on is taken neither by its skip nor by a
-        // closed set, whose bytes are among its moves. Such a node is
-        // walked into with no skip asked, where the skip is not known yet:
-        // it followed the state's chain to the end of a name, and a
-        // 100-name enum's first mask spent half its time there.
+        // subtree whole, and text does not die in it; with fewer than 64
+        // ASCII moves it is no free text either. Its skip's bytes are
+        // those of its first step, and a closed set's are among its moves
+        // (asked of large subtrees only). A subtree holding a byte outside
+        // them is walked into with no skip asked, where the skip is not
+        // known yet: it followed the state's chain to the end of a name,
+        // and a 100-name enum's first mask spent half its time there.
         let known = match last {
             Some((u, sk)) if u == t => Some(sk),
             _ => memo_now.skips.get(&t).copied(),
         };
         if known.is_none() {
-            let live = *memo_now.live.entry(t).or_insert_with(|| a.byte_set(t));
+            let (live, first) = *memo_now.moves.entry(t).or_insert_with(|| (a.byte_set(t), first_skip_bytes(a, t)));
             let text_moves = [live[0] & ASCII_TEXT[0], live[1] & ASCII_TEXT[1]];
-            if text_moves != [0, 0] && text_moves != [ASCII_TEXT[0], ASCII_TEXT[1]] && !v.below_within(i, &live) {
+            if text_moves == [0, 0] && live[3] & TEXT_LEADS == 0 && v.text_chars[i] != u16::MAX {
+                // No character of text goes on from it (a name's closing
+                // quote is all it takes): of a text subtree, only the
+                // node's own tokens are taken, as its skip's dead text
+                // run would say.
+                if !in_cover {
+                    accept.add(v.tokens_at(i));
+                }
+                i = node.end as usize;
+                continue;
+            }
+            let partial_text = text_moves != [0, 0] && text_moves != [ASCII_TEXT[0], ASCII_TEXT[1]];
+            let few_ascii = byte_count(&[live[0], live[1], 0, 0]) < UTF8_LOOP_MIN;
+            let closed_may = node.end as usize - i >= CLOSED_MIN_NODES && v.below_within(i, &live);
+            if partial_text && (!v.below_within(i, &live) || few_ascii && !v.below_within(i, &first) && !closed_may) {
                 if !in_cover {
                     accept.add(v.tokens_at(i));
                 }
