@@ -269,9 +269,10 @@ struct Skips {
     /// Per chain end: whether every character dies there, else the state
     /// every character leads to, if one ([`text_exit_of`]).
     end_moves: FxHashMap<StateId, (bool, Option<StateId>)>,
-    /// Per state whose skip was not asked: the bytes it moves on, and its
-    /// skip's bytes ([`first_skip_bytes`]).
-    moves: FxHashMap<StateId, ([u64; 4], [u64; 4])>,
+    /// Per state whose skip was not asked: the bytes it moves on, and
+    /// (where asked) its skip's bytes ([`first_skip_bytes`]).
+    live: FxHashMap<StateId, [u64; 4]>,
+    first: FxHashMap<StateId, [u64; 4]>,
     /// [`same_future`]'s answers (see [`Futures`]).
     futures: FxHashMap<(StateId, StateId), (u8, u8)>,
 }
@@ -328,7 +329,7 @@ impl SkipMemo {
 
     fn give_back(&self, skips: Skips) {
         if let Ok(mut m) = self.0.lock() {
-            let size = |m: &Skips| m.skips.len() + m.texts.len() + m.utf8.len() + m.moves.len();
+            let size = |m: &Skips| m.skips.len() + m.texts.len() + m.utf8.len() + m.live.len();
             if size(&m) < size(&skips) {
                 *m = skips;
             }
@@ -1873,7 +1874,7 @@ fn walk_into(
             _ => memo_now.skips.get(&t).copied(),
         };
         if known.is_none() {
-            let (live, first) = *memo_now.moves.entry(t).or_insert_with(|| (a.byte_set(t), first_skip_bytes(a, t)));
+            let live = *memo_now.live.entry(t).or_insert_with(|| a.byte_set(t));
             let text_moves = [live[0] & ASCII_TEXT[0], live[1] & ASCII_TEXT[1]];
             if text_moves == [0, 0] && live[3] & TEXT_LEADS == 0 && v.text_chars[i] != u16::MAX {
                 // No character of text goes on from it (a name's closing
@@ -1887,9 +1888,12 @@ fn walk_into(
                 continue;
             }
             let partial_text = text_moves != [0, 0] && text_moves != [ASCII_TEXT[0], ASCII_TEXT[1]];
-            let few_ascii = byte_count(&[live[0], live[1], 0, 0]) < UTF8_LOOP_MIN;
-            let closed_may = node.end as usize - i >= CLOSED_MIN_NODES && v.below_within(i, &live);
-            if partial_text && (!v.below_within(i, &live) || few_ascii && !v.below_within(i, &first) && !closed_may) {
+            let outside = partial_text
+                && (!v.below_within(i, &live)
+                    || byte_count(&[live[0], live[1], 0, 0]) < UTF8_LOOP_MIN
+                        && node.end as usize - i < CLOSED_MIN_NODES
+                        && !v.below_within(i, memo_now.first.entry(t).or_insert_with(|| first_skip_bytes(a, t))));
+            if outside {
                 if !in_cover {
                     accept.add(v.tokens_at(i));
                 }
