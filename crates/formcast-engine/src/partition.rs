@@ -245,9 +245,10 @@ fn signature_key(sig: &[u32]) -> u128 {
 }
 
 /// The skips of one automaton's states, kept across its walks: every walk
-/// of a grammar meets mostly the same states (string bodies, key tails).
+/// of a grammar meets mostly the same states (string bodies, key tails);
+/// and, apart, [`same_future`]'s answers (see [`Futures`]).
 #[derive(Debug, Default)]
-pub struct SkipMemo(Mutex<Skips>);
+pub struct SkipMemo(Mutex<Skips>, Mutex<FxHashMap<(StateId, StateId), (u8, u8)>>);
 
 /// Per state: its [`Skip`], and its text run with whether the character
 /// after it dies (see [`text_run`]), each computed on first need.
@@ -273,8 +274,6 @@ struct Skips {
     /// (where asked) its skip's bytes ([`first_skip_bytes`]).
     live: FxHashMap<StateId, [u64; 4]>,
     first: FxHashMap<StateId, [u64; 4]>,
-    /// [`same_future`]'s answers (see [`Futures`]).
-    futures: FxHashMap<(StateId, StateId), (u8, u8)>,
 }
 
 /// What a state does with text, as [`SkipMemo::text_ends`] tells it.
@@ -438,7 +437,7 @@ impl Futures {
     /// A comparison with its own budget, from the answers the grammar's
     /// memo holds (they depend on the automaton alone).
     fn from_memo(budget: u32, memo: &SkipMemo) -> Futures {
-        let known = memo.0.lock().map(|mut m| std::mem::take(&mut m.futures)).unwrap_or_default();
+        let known = memo.1.lock().map(|mut m| std::mem::take(&mut *m)).unwrap_or_default();
         Futures { budget, known }
     }
 
@@ -449,9 +448,9 @@ impl Futures {
         if self.known.len() > FUTURES_KEPT {
             return;
         }
-        if let Ok(mut m) = memo.0.lock() {
-            if m.futures.len() < self.known.len() {
-                m.futures = self.known;
+        if let Ok(mut m) = memo.1.lock() {
+            if m.len() < self.known.len() {
+                *m = self.known;
             }
         }
     }
@@ -819,7 +818,6 @@ const TEXT_LEADS: u64 = (!0u64 << (0xC2 - 0xC0)) & (!0u64 >> (63 - (0xF4 - 0xC0)
 /// The ASCII characters of text ([`text_next`]): 20–7F but `"` and `\`.
 const ASCII_TEXT: [u64; 4] = [!0u64 << 32 & !(1 << 0x22), !0u64 & !(1 << (0x5C - 64)), 0, 0];
 
-
 /// Subtrees at least this large that a state's skip does not take whole
 /// are checked against the bytes of a closed set of states
 /// ([`closed_bytes`]): following the set costs more than most subtrees.
@@ -928,9 +926,7 @@ fn skip_of(a: &Automaton, t: StateId, m: &mut Skips) -> Skip {
             tail_run = k.run;
             break;
         }
-        let targets = moves_by_target(a, cur);
-        let loop_bytes = targets.iter().find(|&&(u, _, _)| u == cur).map_or([0; 4], |&(_, _, bytes)| bytes);
-        let best = targets.into_iter().filter(|&(u, _, _)| u != cur && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
+        let (loop_bytes, best) = skip_step(a, cur);
         let loops = byte_count(&loop_bytes);
         match best {
             Some((u, n, bytes)) if n > loops && chain.len() < 1 << 16 => {
@@ -965,17 +961,24 @@ fn skip_of(a: &Automaton, t: StateId, m: &mut Skips) -> Skip {
     memo[&t]
 }
 
+/// One step of [`skip_of`]'s chain from `t`: the bytes that loop on `t`,
+/// and the interior successor most bytes lead to (with how many, and
+/// which).
+fn skip_step(a: &Automaton, t: StateId) -> ([u64; 4], Option<(StateId, u32, [u64; 4])>) {
+    let targets = moves_by_target(a, t);
+    let loop_bytes = targets.iter().find(|&&(u, _, _)| u == t).map_or([0; 4], |&(_, _, bytes)| bytes);
+    let best = targets.into_iter().filter(|&(u, _, _)| u != t && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
+    (loop_bytes, best)
+}
+
 /// The bytes of `t`'s skip ([`skip_of`]), which its first step decides
 /// alone (the chain after it only counts the run): the bytes to the
 /// interior successor most bytes lead to, when they outnumber the bytes
 /// that loop, else those.
 fn first_skip_bytes(a: &Automaton, t: StateId) -> [u64; 4] {
-    let targets = moves_by_target(a, t);
-    let loop_bytes = targets.iter().find(|&&(u, _, _)| u == t).map_or([0; 4], |&(_, _, bytes)| bytes);
-    let best = targets.into_iter().filter(|&(u, _, _)| u != t && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
-    match best {
-        Some((_, n, bytes)) if n > byte_count(&loop_bytes) => bytes,
-        _ => loop_bytes,
+    match skip_step(a, t) {
+        (loop_bytes, Some((_, n, bytes))) if n > byte_count(&loop_bytes) => bytes,
+        (loop_bytes, _) => loop_bytes,
     }
 }
 

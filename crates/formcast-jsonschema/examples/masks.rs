@@ -55,6 +55,7 @@ fn main() {
     let all = args.get(2).is_some_and(|a| a == "ALL");
     let names: Vec<String> = if all { jobs.iter().map(|j| j["name"].as_str().unwrap_or("").to_string()).collect() } else { args[2..].to_vec() };
     let mut every = Vec::new();
+    let mask_only = std::env::var("MASK_ONLY").ok().and_then(|v| v.parse::<usize>().ok());
     let mut perf_ctl = std::env::var("PERF_CTL").ok().map(|p| std::fs::OpenOptions::new().write(true).open(p).unwrap());
     for _ in 0..env("REPS", 1) {
         for name in &names {
@@ -90,18 +91,18 @@ fn main() {
             for id in ids {
                 // PERF_CTL=fifo PERF_STEP=n: `perf record --control=fifo:FIFO
                 // --delay=-1` samples only the mask of step n.
-                let profiled = perf_ctl.is_some() && env("PERF_STEP", usize::MAX) == times.len();
-                if profiled {
-                    perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
-                }
                 // MASK_ONLY=n: only step n's mask is computed (for a
                 // profiler: `--toggle-collect` then sees that mask alone).
-                if env("MASK_ONLY", usize::MAX) != usize::MAX && env("MASK_ONLY", 0) != times.len() {
+                if mask_only.is_some_and(|n| n != times.len()) {
                     times.push(0.0);
                     if !m.accept_token(id.as_u64().unwrap() as u32).unwrap() {
                         break;
                     }
                     continue;
+                }
+                let profiled = perf_ctl.is_some() && env("PERF_STEP", usize::MAX) == times.len();
+                if profiled {
+                    perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
                 }
                 let t = Instant::now();
                 m.fill_next_token_bitmask(&mut out).unwrap();
