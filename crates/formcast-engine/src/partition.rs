@@ -486,10 +486,9 @@ fn same_future(a: &Automaton, x: StateId, y: StateId, depth: u32, f: &mut Future
         return false;
     }
     f.budget -= 1;
-    let global = |t: StateId, base: StateId| if t == DEAD { DEAD } else { t + base };
     let same = if a.table_of(x) == a.table_of(y) {
         let ((_, rx, bx), (_, ry, by)) = (a.moves(x), a.moves(y));
-        rx.iter().zip(ry.iter()).all(|(tx, ty)| same_future(a, global(tx, bx), global(ty, by), depth - 1, f))
+        rx.all_differing(bx, ry, by, |tx, ty| same_future(a, tx, ty, depth - 1, f))
     } else {
         a.class_rep.iter().all(|&b| same_future(a, a.next(x, b), a.next(y, b), depth - 1, f))
     };
