@@ -150,87 +150,168 @@ impl PartitionCache {
     }
 }
 
+/// Most trie nodes a walk may meet for its partition to be walked at once,
+/// without looking for it in the shared cache ([`small_walk`]).
+const SMALL_WALK_NODES: usize = 2048;
+
+/// Most first bytes of a state whose walk is small ([`small_walk`]).
+const SMALL_WALK_FIRST_BYTES: u32 = 16;
+
+/// Most states of the local automaton of a state whose walk is small
+/// ([`small_walk`]) for its partition to be shared.
+const SMALL_WALK_SHARED_STATES: usize = 64;
+
+/// Whether the walk from `s` can meet at most [`SMALL_WALK_NODES`] trie
+/// nodes: the subtrees below the first two bytes on which `s` moves. Such a
+/// walk costs less than a large local automaton's encoding, which follows
+/// the automaton as deep as the longest token: a structural tag's state
+/// before `{"name": "` encodes the trie of a hundred tools' names (100 µs,
+/// for a walk of a few hundred nodes), so its partition is shared only when
+/// its local automaton is small ([`SMALL_WALK_SHARED_STATES`]; the
+/// tokenizer's warm-up computes such partitions, a string's closing quote,
+/// for every grammar). Counting stops once the bound or as many children
+/// are passed.
+#[inline(never)]
+fn small_walk(a: &Automaton, v: &VocabIndex, s: StateId) -> bool {
+    let mut first = [0u64; 4];
+    let mut count = 0;
+    for (t, bits) in a.state_moves(s).by_window() {
+        if t != DEAD {
+            count += byte_count(bits);
+            if count > SMALL_WALK_FIRST_BYTES {
+                return false;
+            }
+            or_into(&mut first, bits);
+        }
+    }
+    let mut nodes = 0usize;
+    let mut looked = 0usize;
+    for b in (0..=255u8).filter(|&b| has_byte(&first, b)) {
+        let Some(c) = v.root_child[b as usize] else { continue };
+        let c = c as usize;
+        let end = v.nodes[c].end as usize;
+        if nodes + (end - c) <= SMALL_WALK_NODES {
+            nodes += end - c;
+            continue;
+        }
+        nodes += 1;
+        let moves = a.state_moves(a.next(s, b));
+        let mut d = c + 1;
+        while d < end {
+            looked += 1;
+            let e = v.nodes[d].end as usize;
+            if moves.next(v.nodes[d].byte) != DEAD {
+                nodes += e - d;
+            }
+            if nodes > SMALL_WALK_NODES || looked > SMALL_WALK_NODES {
+                return false;
+            }
+            d = e;
+        }
+    }
+    true
+}
+
 /// Local automata larger than this are not shared (encoding them would cost
 /// about as much as the walk they save).
 const MAX_SHARED_STATES: usize = 4096;
 
-/// The canonical encoding of the local automaton of `s`: states numbered in
-/// breadth-first order over bytes 0..=255, each state's targets written
-/// (run-length encoded over bytes) as dead, interior index, or exit index (exits — states that finish or
-/// call — are leaves). Returns the encoding and the exit states in index
-/// order, or `None` when the local automaton is too large to share.
+/// The canonical encoding of the local automaton of a state: states
+/// numbered in breadth-first order over bytes 0..=255, each state's targets
+/// written (run-length encoded over bytes) as dead, interior index, or exit
+/// index (exits — states that finish or call — are leaves), with the exit
+/// states in index order. [`Signature::encode`] goes on until the
+/// automaton is encoded or holds more states than asked, so that a small
+/// automaton is encoded before anything else is asked and a large one goes
+/// on from where it stopped.
 ///
 /// Only the first `horizon` bytes (the longest token) are encoded: no token
 /// sees further, and cutting there makes the positions of a long counted
 /// repetition ("up to 4000 more characters", "up to 3999 more", …) one
 /// automaton, walked once, instead of one walk per position.
-fn local_signature(a: &Automaton, s: StateId, horizon: usize) -> Option<(Vec<u32>, Vec<StateId>)> {
-    const EXIT: u32 = 1 << 31;
-    let mut interior: FxHashMap<StateId, u32> = FxHashMap::default();
-    let mut exits: FxHashMap<StateId, u32> = FxHashMap::default();
-    let mut order = vec![s];
-    // BFS distance from `s`, per entry of `order` (non-decreasing).
-    let mut depth: Vec<u32> = vec![0];
-    let mut exit_order = Vec::new();
-    interior.insert(s, 0);
-    let mut sig = Vec::with_capacity(64);
-    let mut k = 0;
-    while k < order.len() {
-        if order.len() > MAX_SHARED_STATES {
-            return None;
-        }
-        let (st, d) = (order[k], depth[k]);
-        k += 1;
-        if d as usize >= horizon {
-            // Every token has ended by here: the state's moves are unseen.
-            sig.push(257);
-            continue;
-        }
-        // Run-length encoded: (first byte of a run, target code). Bytes are
-        // visited by runs of one byte class of the state's table (they move
-        // alike), and a target is coded once per change (a hash lookup per
-        // byte was most of the cost).
-        let mut last = u32::MAX - 1;
-        let mut last_t = DEAD - 1;
-        let (reps, row, base) = a.moves(st);
-        // The classes outside the row's window are dead: one class on each
-        // side stands for its run (a grammar of a hundred tools has a
-        // hundred classes, and a name's state lives on one).
-        let (lo, hi) = row.window();
-        let n = reps.len();
-        let classes = (lo > 0).then_some(0).into_iter().chain(lo..hi).chain((hi < n).then_some(hi));
-        for c in classes {
-            let (b, t) = (reps[c], row.get(c));
-            let t = if t == DEAD { DEAD } else { t + base };
-            if t == last_t {
+struct Signature {
+    interior: FxHashMap<StateId, u32>,
+    exits: FxHashMap<StateId, u32>,
+    order: Vec<StateId>,
+    /// BFS distance from the state, per entry of `order` (non-decreasing).
+    depth: Vec<u32>,
+    exit_order: Vec<StateId>,
+    sig: Vec<u32>,
+    /// The states of `order` encoded so far.
+    done: usize,
+}
+
+impl Signature {
+    fn new(s: StateId) -> Signature {
+        let mut interior = FxHashMap::default();
+        interior.insert(s, 0);
+        Signature { interior, exits: FxHashMap::default(), order: vec![s], depth: vec![0], exit_order: Vec::new(), sig: Vec::with_capacity(64), done: 0 }
+    }
+
+    /// Encodes on; whether the whole local automaton is encoded (`false`
+    /// once it has more than `most` states).
+    #[inline(never)]
+    fn encode(&mut self, a: &Automaton, horizon: usize, most: usize) -> bool {
+        const EXIT: u32 = 1 << 31;
+        while self.done < self.order.len() {
+            if self.order.len() > most {
+                return false;
+            }
+            let (st, d) = (self.order[self.done], self.depth[self.done]);
+            self.done += 1;
+            if d as usize >= horizon {
+                // Every token has ended by here: the state's moves are unseen.
+                self.sig.push(257);
                 continue;
             }
-            last_t = t;
-            let code = if t == DEAD {
-                u32::MAX
-            } else if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
-                let n = exits.len() as u32;
-                *exits.entry(t).or_insert_with(|| {
-                    exit_order.push(t);
-                    n
-                }) | EXIT
-            } else {
-                let n = interior.len() as u32;
-                *interior.entry(t).or_insert_with(|| {
-                    order.push(t);
-                    depth.push(d + 1);
-                    n
-                })
-            };
-            if code != last {
-                sig.push(b as u32);
-                sig.push(code);
-                last = code;
+            // Run-length encoded: (first byte of a run, target code). Bytes
+            // are visited by runs of one byte class of the state's table
+            // (they move alike), and a target is coded once per change (a
+            // hash lookup per byte was most of the cost).
+            let mut last = u32::MAX - 1;
+            let mut last_t = DEAD - 1;
+            let (reps, row, base) = a.moves(st);
+            // The classes outside the row's window are dead: one class on
+            // each side stands for its run (a grammar of a hundred tools has
+            // a hundred classes, and a name's state lives on one).
+            let (lo, hi) = row.window();
+            let n = reps.len();
+            let classes = (lo > 0).then_some(0).into_iter().chain(lo..hi).chain((hi < n).then_some(hi));
+            for c in classes {
+                let (b, t) = (reps[c], row.get(c));
+                let t = if t == DEAD { DEAD } else { t + base };
+                if t == last_t {
+                    continue;
+                }
+                last_t = t;
+                let code = if t == DEAD {
+                    u32::MAX
+                } else if a.flags[t as usize] & (flags::ACCEPTING | flags::CALLS) != 0 {
+                    let n = self.exits.len() as u32;
+                    let exit_order = &mut self.exit_order;
+                    *self.exits.entry(t).or_insert_with(|| {
+                        exit_order.push(t);
+                        n
+                    }) | EXIT
+                } else {
+                    let n = self.interior.len() as u32;
+                    let (order, depth) = (&mut self.order, &mut self.depth);
+                    *self.interior.entry(t).or_insert_with(|| {
+                        order.push(t);
+                        depth.push(d + 1);
+                        n
+                    })
+                };
+                if code != last {
+                    self.sig.push(b as u32);
+                    self.sig.push(code);
+                    last = code;
+                }
             }
+            self.sig.push(256);
         }
-        sig.push(256);
+        true
     }
-    Some((sig, exit_order))
 }
 
 /// The cache's key of a signature. A fast hash is enough: the cache
@@ -339,7 +420,12 @@ impl SkipMemo {
 /// The partition of state `s` of `a` for vocabulary `v`, from the shared
 /// cache when another grammar already met the same local automaton.
 pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) -> Partition {
-    let Some((sig, exits)) = local_signature(a, s, v.max_token_len) else {
+    // A small local automaton is encoded at once; a large one only when
+    // its walk is not small.
+    let mut enc = Signature::new(s);
+    let encoded = enc.encode(a, v.max_token_len, SMALL_WALK_SHARED_STATES) || (!small_walk(a, v, s) && enc.encode(a, v.max_token_len, MAX_SHARED_STATES));
+    let signature = encoded.then(|| (enc.sig, enc.exit_order));
+    let Some((sig, exits)) = signature else {
         let (accept, frontier) = walk(a, v, s, |t| t, memo);
         return Partition { accept: Arc::new(accept), frontier, takes: Arc::default() };
     };
