@@ -190,7 +190,7 @@ fn small_walk(a: &Automaton, v: &VocabIndex, s: StateId) -> bool {
         let Some(c) = v.root_child[b as usize] else { continue };
         let c = c as usize;
         let end = v.nodes[c].end as usize;
-        if nodes + (end - c) <= SMALL_WALK_NODES {
+        if end - c <= 64 {
             nodes += end - c;
             continue;
         }
