@@ -111,6 +111,9 @@ impl StoredMask {
 /// states are item sets. Walking a trie node is then one table lookup, and
 /// the full closure runs once per distinct (set, byte) — the same idea as a
 /// lexer DFA, built on demand for exactly the contexts in use.
+/// Most sets whose free text a matcher remembers across its masks.
+const KNOWN_LOOPS_MAX: usize = 1024;
+
 #[derive(Default, Debug)]
 pub struct MaskWalker {
     /// Interned sets: `(start, len)` into `set_items`.
@@ -138,6 +141,13 @@ pub struct MaskWalker {
     /// through sets that go on to a character's end), else none (see
     /// [`MaskWalker::utf8_loop`]).
     utf8_loops: Vec<Option<Option<[u64; 4]>>>,
+    /// The same across this matcher's masks, by the set's canonical key
+    /// ([`crate::parser::unordered_key`]): the text before a trigger, and
+    /// inside a trigger's first bytes, is the same set in every mask, and
+    /// finding its free text's bytes steps it on every ASCII byte and
+    /// follows every lead byte's characters (a quarter of a mask inside a
+    /// trigger). Cleared when it holds [`KNOWN_LOOPS_MAX`].
+    known_loops: FxHashMap<u128, Option<[u64; 4]>>,
     /// (subtree end, set) per depth of [`MaskWalker::walk_subtree`].
     frames: Vec<(u32, u32)>,
     /// The same, of [`MaskWalker::walk_skeleton`].
@@ -309,8 +319,17 @@ impl MaskWalker {
         if !items.iter().any(|it| loops(it.state)) {
             return Ok(None);
         }
+        let key = crate::parser::unordered_key(arena, items);
+        if let Some(&known) = self.known_loops.get(&key) {
+            self.utf8_loops[set as usize] = Some(known);
+            return Ok(known);
+        }
         let found = utf8_loop_by(set, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?;
         self.utf8_loops[set as usize] = Some(found);
+        if self.known_loops.len() >= KNOWN_LOOPS_MAX {
+            self.known_loops.clear();
+        }
+        self.known_loops.insert(key, found);
         Ok(found)
     }
 

@@ -127,6 +127,14 @@ fn mix_item(h: u128, state: StateId, cont_hash: u128) -> u128 {
     mix(mix(mix(h, state as u64), cont_hash as u64), (cont_hash >> 64) as u64)
 }
 
+/// A key of the set of `items` that does not depend on their order: equal
+/// keys mean equal futures (as for [`canonicalize`]; a set holding an item
+/// twice has another key, which only misses a memo).
+pub(crate) fn unordered_key(arena: &Arena, items: &[Item]) -> u128 {
+    let seed: u128 = 0x243f_6a88_85a3_08d3_1319_8a2e_0370_7344;
+    items.iter().fold(items.len() as u128, |h, it| h.wrapping_add(mix_item(seed, it.state, arena.hash(it.cont))))
+}
+
 /// Sorts items canonically (by state, then continuation hash), drops
 /// duplicates that denote the same future, and returns the set's hash.
 pub fn canonicalize(arena: &Arena, items: &mut Vec<Item>, can_end: bool) -> u128 {
