@@ -212,6 +212,10 @@ fn small_walk(a: &Automaton, v: &VocabIndex, s: StateId) -> bool {
     true
 }
 
+/// Most states of a local automaton without joins (a tree) for its
+/// partition to be shared.
+const TREE_SHARED_STATES: usize = 256;
+
 /// Local automata larger than this are not shared (encoding them would cost
 /// about as much as the walk they save).
 const MAX_SHARED_STATES: usize = 4096;
@@ -239,13 +243,16 @@ struct Signature {
     sig: Vec<u32>,
     /// The states of `order` encoded so far.
     done: usize,
+    /// Moves met into an interior state already numbered: none while the
+    /// automaton is a tree (an enum's names).
+    joins: usize,
 }
 
 impl Signature {
     fn new(s: StateId) -> Signature {
         let mut interior = FxHashMap::default();
         interior.insert(s, 0);
-        Signature { interior, exits: FxHashMap::default(), order: vec![s], depth: vec![0], exit_order: Vec::new(), sig: Vec::with_capacity(64), done: 0 }
+        Signature { interior, exits: FxHashMap::default(), order: vec![s], depth: vec![0], exit_order: Vec::new(), sig: Vec::with_capacity(64), done: 0, joins: 0 }
     }
 
     /// Encodes on; whether the whole local automaton is encoded (`false`
@@ -296,11 +303,13 @@ impl Signature {
                 } else {
                     let n = self.interior.len() as u32;
                     let (order, depth) = (&mut self.order, &mut self.depth);
-                    *self.interior.entry(t).or_insert_with(|| {
+                    let code = *self.interior.entry(t).or_insert_with(|| {
                         order.push(t);
                         depth.push(d + 1);
                         n
-                    })
+                    });
+                    self.joins += (code != n) as usize;
+                    code
                 };
                 if code != last {
                     self.sig.push(b as u32);
@@ -421,9 +430,14 @@ impl SkipMemo {
 /// cache when another grammar already met the same local automaton.
 pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) -> Partition {
     // A small local automaton is encoded at once; a large one only when
-    // its walk is not small.
+    // its walk is not small, and a large tree (an enum's names) not at all:
+    // its walk meets each of its states once at most, about what encoding
+    // it costs (W4's enum of 100 names: 370 K instructions to encode, 390 K
+    // to walk).
     let mut enc = Signature::new(s);
-    let encoded = enc.encode(a, v.max_token_len, SMALL_WALK_SHARED_STATES) || (!small_walk(a, v, s) && enc.encode(a, v.max_token_len, MAX_SHARED_STATES));
+    let h = v.max_token_len;
+    let encoded = enc.encode(a, h, SMALL_WALK_SHARED_STATES)
+        || (!small_walk(a, v, s) && (enc.encode(a, h, TREE_SHARED_STATES) || (enc.joins * 4 >= enc.order.len() && enc.encode(a, h, MAX_SHARED_STATES))));
     let signature = encoded.then(|| (enc.sig, enc.exit_order));
     let Some((sig, exits)) = signature else {
         let (accept, frontier) = walk(a, v, s, |t| t, memo);
