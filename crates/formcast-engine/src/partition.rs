@@ -212,10 +212,6 @@ fn small_walk(a: &Automaton, v: &VocabIndex, s: StateId) -> bool {
     true
 }
 
-/// Most states of a local automaton without joins (a tree) for its
-/// partition to be shared.
-const TREE_SHARED_STATES: usize = 256;
-
 /// Local automata larger than this are not shared (encoding them would cost
 /// about as much as the walk they save).
 const MAX_SHARED_STATES: usize = 4096;
@@ -437,7 +433,7 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
     let mut enc = Signature::new(s);
     let h = v.max_token_len;
     let encoded = enc.encode(a, h, SMALL_WALK_SHARED_STATES)
-        || (!small_walk(a, v, s) && (enc.encode(a, h, TREE_SHARED_STATES) || (enc.joins * 4 >= enc.order.len() && enc.encode(a, h, MAX_SHARED_STATES))));
+        || (enc.joins * 4 >= enc.order.len() && !small_walk(a, v, s) && enc.encode(a, h, MAX_SHARED_STATES));
     let signature = encoded.then(|| (enc.sig, enc.exit_order));
     let Some((sig, exits)) = signature else {
         let (accept, frontier) = walk(a, v, s, |t| t, memo);
