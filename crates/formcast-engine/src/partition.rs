@@ -2267,4 +2267,69 @@ mod tests {
             assert_eq!(set, b < 0x80 && text_next(0, b) == 0, "byte {b:#x}");
         }
     }
+
+    fn automata() -> Vec<Automaton> {
+        use formcast_grammar::{regex::regex_to_expr, Expr, Grammar, Rule};
+        let patterns = [r"(https?://)?([0-9a-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?", r"[a-zé]{2,5}(ab|ac|b)*", r"(get_weather|get_time|read_file|search)"];
+        patterns
+            .iter()
+            .map(|p| {
+                let body = Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]);
+                let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
+                crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap()
+            })
+            .collect()
+    }
+
+    /// The plain definition [`same_future`] computes faster: equal ids, or
+    /// interior states with equal flags (no ticks) whose moves on every
+    /// class agree within `depth - 1` bytes.
+    fn same_future_by_class(a: &Automaton, x: StateId, y: StateId, depth: u32) -> bool {
+        if x == y {
+            return true;
+        }
+        if depth == 0 || !interior(a, x) || !interior(a, y) || a.flags[x as usize] != a.flags[y as usize] || a.flags[x as usize] & flags::TICKS != 0 {
+            return false;
+        }
+        (0..=255u8).all(|b| same_future_by_class(a, a.next(x, b), a.next(y, b), depth - 1))
+    }
+
+    /// Comparing two rows only where their targets differ
+    /// ([`Row::all_differing`]) answers as comparing every byte does.
+    #[test]
+    fn same_future_is_the_bytewise_comparison() {
+        let mut yes = 0;
+        for a in automata() {
+            let n = a.n_states().min(60) as StateId;
+            for x in 0..n {
+                for y in 0..n {
+                    let mut f = Futures { budget: u32::MAX, known: FxHashMap::default() };
+                    let fast = same_future(&a, x, y, 3, &mut f);
+                    assert_eq!(fast, same_future_by_class(&a, x, y, 3), "states {x} and {y}");
+                    yes += (fast && x != y) as usize;
+                }
+            }
+        }
+        assert!(yes > 0, "no two distinct states compared alike: the test compares nothing");
+    }
+
+    /// A signature encoded in steps ([`Signature::encode`] stopped at a few
+    /// states, then resumed) is the signature encoded at once.
+    #[test]
+    fn signature_resumed_is_the_signature_at_once() {
+        let mut resumed = 0;
+        for a in automata() {
+            for s in 0..a.n_states() as StateId {
+                let mut whole = Signature::new(s);
+                assert!(whole.encode(&a, 64, MAX_SHARED_STATES));
+                let mut steps = Signature::new(s);
+                if !steps.encode(&a, 64, 4) {
+                    resumed += 1;
+                    assert!(steps.encode(&a, 64, MAX_SHARED_STATES));
+                }
+                assert_eq!((&whole.sig, &whole.exit_order), (&steps.sig, &steps.exit_order), "state {s}");
+            }
+        }
+        assert!(resumed > 0);
+    }
 }
