@@ -209,6 +209,17 @@ impl Table {
     }
 }
 
+/// A row's target made global: a narrow table's targets are rule-local,
+/// numbered from `base` ([`DEAD`] stays dead).
+#[inline(always)]
+pub(crate) fn global(t: StateId, base: StateId) -> StateId {
+    if t == DEAD {
+        DEAD
+    } else {
+        t + base
+    }
+}
+
 /// One state's targets by class of its table ([`Automaton::moves`]).
 #[derive(Debug, Clone, Copy)]
 pub struct Row<'a> {
@@ -261,7 +272,6 @@ impl<'a> Row<'a> {
     /// classes per pair in a schema with many names.
     #[inline]
     pub fn all_differing(self, base: StateId, other: Row<'_>, other_base: StateId, mut f: impl FnMut(StateId, StateId) -> bool) -> bool {
-        let global = |t: StateId, b: StateId| if t == DEAD { DEAD } else { t + b };
         if let (RowTargets::Short(x), RowTargets::Short(y)) = (self.window, other.window) {
             if base == other_base && self.lo == other.lo && x.len() == y.len() {
                 // The common case (one table): equal chunks of eight
@@ -319,7 +329,7 @@ impl<'a> StateMoves<'a> {
     #[inline]
     pub fn by_class(self) -> impl Iterator<Item = (StateId, &'a [u64; 4])> + 'a {
         let base = self.base;
-        self.row.iter().map(move |t| if t == DEAD { DEAD } else { t + base }).zip(self.class_bits.iter())
+        self.row.iter().map(move |t| global(t, base)).zip(self.class_bits.iter())
     }
 
     /// [`StateMoves::by_class`] over the classes of the row's window only
@@ -329,7 +339,7 @@ impl<'a> StateMoves<'a> {
         let (lo, hi) = row.window();
         (lo..hi).map(move |c| {
             let t = row.get(c);
-            (if t == DEAD { DEAD } else { t + base }, &self.class_bits[c])
+            (global(t, base), &self.class_bits[c])
         })
     }
 
@@ -337,12 +347,7 @@ impl<'a> StateMoves<'a> {
     /// [`Automaton::next`].
     #[inline(always)]
     pub fn next(self, b: u8) -> StateId {
-        let t = self.row.get(self.class_of[b as usize] as usize);
-        if t == DEAD {
-            DEAD
-        } else {
-            t + self.base
-        }
+        global(self.row.get(self.class_of[b as usize] as usize), self.base)
     }
 }
 
@@ -2291,7 +2296,7 @@ fn assemble(grammar: &Grammar, dfas: Vec<Arc<RuleDfa>>, except_sets: Vec<Vec<Tok
                 f |= flags::SCANS | flags::TOKENS;
             }
             if let Some(t) = d.ticks[s] {
-                a.ticks.push((g as StateId, if t == DEAD { DEAD } else { base + t }));
+                a.ticks.push((g as StateId, global(t, base)));
                 f |= flags::TICKS;
             }
             a.flags[g] = f;

@@ -104,6 +104,9 @@ impl StoredMask {
     }
 }
 
+/// Most sets whose free text a matcher remembers across its masks.
+const KNOWN_LOOPS_MAX: usize = 1024;
+
 /// Buffers reused from one mask computation to the next.
 ///
 /// During one computation, the parser states met while walking the trie are
@@ -111,9 +114,6 @@ impl StoredMask {
 /// states are item sets. Walking a trie node is then one table lookup, and
 /// the full closure runs once per distinct (set, byte) — the same idea as a
 /// lexer DFA, built on demand for exactly the contexts in use.
-/// Most sets whose free text a matcher remembers across its masks.
-const KNOWN_LOOPS_MAX: usize = 1024;
-
 #[derive(Default, Debug)]
 pub struct MaskWalker {
     /// Interned sets: `(start, len)` into `set_items`.

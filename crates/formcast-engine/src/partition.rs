@@ -157,9 +157,10 @@ const SMALL_WALK_NODES: usize = 2048;
 /// Most first bytes of a state whose walk is small ([`small_walk`]).
 const SMALL_WALK_FIRST_BYTES: u32 = 16;
 
-/// Most states of the local automaton of a state whose walk is small
-/// ([`small_walk`]) for its partition to be shared.
-const SMALL_WALK_SHARED_STATES: usize = 64;
+/// Local automata of at most this many states are always encoded and
+/// shared; past them, one that is mostly a tree, or whose walk is small
+/// ([`small_walk`]), is walked at once (see [`partition_of`]).
+const ALWAYS_SHARED_STATES: usize = 64;
 
 /// Whether the walk from `s` can meet at most [`SMALL_WALK_NODES`] trie
 /// nodes: the subtrees below the first two bytes on which `s` moves. Such a
@@ -167,7 +168,7 @@ const SMALL_WALK_SHARED_STATES: usize = 64;
 /// the automaton as deep as the longest token: a structural tag's state
 /// before `{"name": "` encodes the trie of a hundred tools' names (100 µs,
 /// for a walk of a few hundred nodes), so its partition is shared only when
-/// its local automaton is small ([`SMALL_WALK_SHARED_STATES`]; the
+/// its local automaton is small ([`ALWAYS_SHARED_STATES`]; the
 /// tokenizer's warm-up computes such partitions, a string's closing quote,
 /// for every grammar). Counting stops once the bound or as many children
 /// are passed.
@@ -282,7 +283,7 @@ impl Signature {
             let classes = (lo > 0).then_some(0).into_iter().chain(lo..hi).chain((hi < n).then_some(hi));
             for c in classes {
                 let (b, t) = (reps[c], row.get(c));
-                let t = if t == DEAD { DEAD } else { t + base };
+                let t = crate::automaton::global(t, base);
                 if t == last_t {
                     continue;
                 }
@@ -432,9 +433,9 @@ pub fn partition_of(a: &Automaton, v: &VocabIndex, s: StateId, memo: &SkipMemo) 
     // to walk).
     let mut enc = Signature::new(s);
     let h = v.max_token_len;
-    let encoded = enc.encode(a, h, SMALL_WALK_SHARED_STATES)
+    let encoded = enc.encode(a, h, ALWAYS_SHARED_STATES)
         || (enc.joins * 4 >= enc.order.len() && !small_walk(a, v, s) && enc.encode(a, h, MAX_SHARED_STATES));
-    let signature = encoded.then(|| (enc.sig, enc.exit_order));
+    let signature = encoded.then_some((enc.sig, enc.exit_order));
     let Some((sig, exits)) = signature else {
         let (accept, frontier) = walk(a, v, s, |t| t, memo);
         return Partition { accept: Arc::new(accept), frontier, takes: Arc::default() };
@@ -1056,10 +1057,14 @@ fn skip_of(a: &Automaton, t: StateId, m: &mut Skips) -> Skip {
     memo[&t]
 }
 
+/// A state's target with how many of its bytes lead there, and which
+/// ([`moves_by_target`]).
+type Successor = (StateId, u32, [u64; 4]);
+
 /// One step of [`skip_of`]'s chain from `t`: the bytes that loop on `t`,
 /// and the interior successor most bytes lead to (with how many, and
 /// which).
-fn skip_step(a: &Automaton, t: StateId) -> ([u64; 4], Option<(StateId, u32, [u64; 4])>) {
+fn skip_step(a: &Automaton, t: StateId) -> ([u64; 4], Option<Successor>) {
     let targets = moves_by_target(a, t);
     let loop_bytes = targets.iter().find(|&&(u, _, _)| u == t).map_or([0; 4], |&(_, _, bytes)| bytes);
     let best = targets.into_iter().filter(|&(u, _, _)| u != t && interior(a, u)).max_by_key(|&(u, n, _)| (n, std::cmp::Reverse(u)));
@@ -1487,7 +1492,7 @@ pub(crate) fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut
 
 /// The live moves of `u` by target: the target, how many bytes lead there,
 /// and which (read by byte class, a few dozen steps).
-fn moves_by_target(a: &Automaton, u: StateId) -> Vec<(StateId, u32, [u64; 4])> {
+fn moves_by_target(a: &Automaton, u: StateId) -> Vec<Successor> {
     let mut out: Vec<(StateId, u32, [u64; 4])> = Vec::new();
     for (t, bits) in a.state_moves(u).by_class() {
         if t == DEAD {
