@@ -18,7 +18,7 @@ use crate::bitset::{has_byte, Bitset};
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, clear_all, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::partition::{accept_text_up_to, clear_all, cont_reps_of, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, CharMoves, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
 use crate::vocab_index::VocabIndex;
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
@@ -324,7 +324,7 @@ impl MaskWalker {
             self.utf8_loops[set as usize] = Some(known);
             return Ok(known);
         }
-        let found = utf8_loop_by(set, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?;
+        let found = utf8_loop_by(set, &mut SetChars { w: self, a, arena, sc })?;
         self.utf8_loops[set as usize] = Some(found);
         if self.known_loops.len() >= KNOWN_LOOPS_MAX {
             self.known_loops.clear();
@@ -470,7 +470,7 @@ impl MaskWalker {
         let leads = if own == target {
             loop_bytes
         } else {
-            utf8_leads_to(own, target, |u, b| self.step(a, arena, sc, u, b), |u| u != DEAD && u != EMPTY)?
+            utf8_leads_to(own, target, &mut SetChars { w: self, a, arena, sc })?
         };
         let excluded = free_text_excluded(&loop_bytes);
         firsts[3] |= leads[3] & !excluded[3];
@@ -827,6 +827,31 @@ impl MaskWalker {
             self.walk_subtree(g, arena, sc, node, t, bits)?;
         }
         Ok(())
+    }
+}
+
+/// [`CharMoves`] by interned parser set in a mask walk: a point goes on
+/// while its set is neither dead nor empty.
+struct SetChars<'w> {
+    w: &'w mut MaskWalker,
+    a: &'w Automaton,
+    arena: &'w mut Arena,
+    sc: &'w mut Scratch,
+}
+
+impl CharMoves for SetChars<'_> {
+    type S = u32;
+    type E = EngineError;
+    fn step(&mut self, u: u32, b: u8) -> Result<u32, EngineError> {
+        self.w.step(self.a, self.arena, self.sc, u, b)
+    }
+    fn goes_on(&self, u: u32) -> bool {
+        u != DEAD && u != EMPTY
+    }
+    fn cont_reps(&mut self, u: u32, out: &mut Vec<u8>) {
+        let (start, len) = self.w.sets[u as usize];
+        let items = &self.w.set_items[start as usize..(start + len) as usize];
+        cont_reps_of(self.a, items.iter().map(|it| it.state), out);
     }
 }
 

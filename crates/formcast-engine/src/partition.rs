@@ -750,10 +750,87 @@ const UTF8_LEADS: [u64; 4] = [0, 0, 0, 0x001F_FFFF_FFFF_FFFC];
 /// The continuation bytes (80–BF).
 const UTF8_CONTINUATIONS: [u64; 4] = [0, 0, !0, 0];
 
+/// How the UTF-8 followers ([`utf8_loop_by`], [`utf8_leads_to`]) move:
+/// by automaton state in a partition walk, by parser set in a mask walk.
+pub(crate) trait CharMoves {
+    type S: Copy + Eq + std::hash::Hash;
+    type E;
+    /// The point that byte `b` leads `u` to.
+    fn step(&mut self, u: Self::S, b: u8) -> Result<Self::S, Self::E>;
+    /// Whether a point met inside a character goes on.
+    fn goes_on(&self, u: Self::S) -> bool;
+    /// Into `out`, one byte of each set of continuation bytes (80–BF)
+    /// that move `u` alike and that UTF-8 decoding reads alike (see
+    /// [`cont_reps_of`]).
+    fn cont_reps(&mut self, u: Self::S, out: &mut Vec<u8>);
+}
+
+/// The continuation bytes as bits of a word (bit i: byte 0x80 + i), by
+/// the three ranges that UTF-8 decoding tells apart after a lead (80–8F,
+/// 90–9F, A0–BF).
+const CONT_RANGES: [u64; 3] = [0xFFFF, 0xFFFF << 16, !0u64 << 32];
+
+/// Into `out`, one byte of each set of continuation bytes that every state
+/// of `states` moves alike (by the byte classes of their tables) and that
+/// decoding reads alike: a character's points are then followed on a few
+/// bytes instead of 64 (a free-text set's characters went over 64 bytes
+/// per point, 140 K instructions of the first mask inside a trigger).
+pub(crate) fn cont_reps_of(a: &Automaton, states: impl Iterator<Item = StateId>, out: &mut Vec<u8>) {
+    let mut blocks: Vec<u64> = CONT_RANGES.to_vec();
+    let mut tables: Vec<usize> = Vec::new();
+    for st in states {
+        let table = a.table_of(st);
+        if tables.contains(&table) {
+            continue;
+        }
+        tables.push(table);
+        for (_, bits) in a.state_moves(st).by_class() {
+            let class = bits[2];
+            if class == 0 {
+                continue;
+            }
+            for i in 0..blocks.len() {
+                let (inside, outside) = (blocks[i] & class, blocks[i] & !class);
+                if inside != 0 && outside != 0 {
+                    blocks[i] = inside;
+                    blocks.push(outside);
+                }
+            }
+        }
+        if blocks.len() == 64 {
+            break;
+        }
+    }
+    out.clear();
+    out.extend(blocks.iter().map(|&b| 0x80 + b.trailing_zeros() as u8));
+}
+
+/// [`CharMoves`] by automaton state, through interior states.
+pub(crate) struct StateChars<'a>(pub &'a Automaton);
+
+impl CharMoves for StateChars<'_> {
+    type S = StateId;
+    type E = std::convert::Infallible;
+    fn step(&mut self, u: StateId, b: u8) -> Result<StateId, Self::E> {
+        Ok(self.0.next(u, b))
+    }
+    fn goes_on(&self, u: StateId) -> bool {
+        interior(self.0, u)
+    }
+    /// Every continuation byte: a state's move is one lookup, cheaper
+    /// than telling its classes apart.
+    fn cont_reps(&mut self, _: StateId, out: &mut Vec<u8>) {
+        if out.len() != 64 {
+            out.clear();
+            out.extend(0x80..=0xBFu8);
+        }
+    }
+}
+
 /// The bytes of free text from `start`, when there are enough: the ASCII
 /// bytes that `step` leads `start` back to itself on (at least
 /// [`UTF8_LOOP_MIN`]), the lead bytes all of whose characters lead it back
-/// with every point met inside a character one that `goes_on` (all but at
+/// with every point met inside a character one that goes on (all but at
 /// most [`UTF8_LEADS_MISSING_MAX`]), and the continuation bytes. That is
 /// the shape of free text that avoids a few ASCII bytes (text before
 /// `</think>`) or a few characters (ECMA-262's `.`, which refuses U+2028
@@ -761,21 +838,17 @@ const UTF8_CONTINUATIONS: [u64; 4] = [0, 0, !0, 0];
 /// are among them then leads back to `start` character by character
 /// ([`VocabIndex::utf8_below`]). Shared by the partition walk (automaton
 /// states) and the mask walk (parser sets).
-pub(crate) fn utf8_loop_by<S: Copy + Eq + std::hash::Hash, E>(
-    start: S,
-    mut step: impl FnMut(S, u8) -> Result<S, E>,
-    goes_on: impl Fn(S) -> bool,
-) -> Result<Option<[u64; 4]>, E> {
+pub(crate) fn utf8_loop_by<M: CharMoves>(start: M::S, m: &mut M) -> Result<Option<[u64; 4]>, M::E> {
     let mut bytes = [0u64; 4];
     for b in 0..0x80u8 {
-        if step(start, b)? == start {
+        if m.step(start, b)? == start {
             bytes[b as usize / 64] |= 1 << (b % 64);
         }
     }
     if bytes[0].count_ones() + bytes[1].count_ones() < UTF8_LOOP_MIN {
         return Ok(None);
     }
-    let leads = utf8_leads_to(start, start, step, goes_on)?;
+    let leads = utf8_leads_to(start, start, m)?;
     if byte_count(&UTF8_LEADS) - byte_count(&leads) > UTF8_LEADS_MISSING_MAX {
         return Ok(None);
     }
@@ -792,25 +865,21 @@ pub(crate) fn free_text_excluded(loop_bytes: &[u64; 4]) -> [u64; 4] {
 }
 
 /// The lead bytes all of whose characters lead `from` to `to`, with every
-/// point met inside a character one that `goes_on`. All of them are
+/// point met inside a character one that goes on. All of them are
 /// followed together first (characters share most of their points); only
 /// when that fails is each lead followed alone.
-pub(crate) fn utf8_leads_to<S: Copy + Eq + std::hash::Hash, E>(
-    from: S,
-    to: S,
-    mut step: impl FnMut(S, u8) -> Result<S, E>,
-    goes_on: impl Fn(S) -> bool,
-) -> Result<[u64; 4], E> {
-    let mut seen: rustc_hash::FxHashSet<(u8, S)> = Default::default();
-    let mut todo: Vec<(u8, S)> = Vec::new();
-    if chars_lead_to(from, to, 0xC2..=0xF4, &mut step, &goes_on, &mut seen, &mut todo)? {
+pub(crate) fn utf8_leads_to<M: CharMoves>(from: M::S, to: M::S, m: &mut M) -> Result<[u64; 4], M::E> {
+    let mut seen: rustc_hash::FxHashSet<(u8, M::S)> = Default::default();
+    let mut todo: Vec<(u8, M::S)> = Vec::new();
+    let mut reps = Vec::new();
+    if chars_lead_to(from, to, 0xC2..=0xF4, m, &mut seen, &mut todo, &mut reps)? {
         return Ok(UTF8_LEADS);
     }
     let mut leads = [0u64; 4];
     for b in 0xC2..=0xF4u8 {
         seen.clear();
         todo.clear();
-        if chars_lead_to(from, to, b..=b, &mut step, &goes_on, &mut seen, &mut todo)? {
+        if chars_lead_to(from, to, b..=b, m, &mut seen, &mut todo, &mut reps)? {
             leads[b as usize / 64] |= 1 << (b % 64);
         }
     }
@@ -818,20 +887,20 @@ pub(crate) fn utf8_leads_to<S: Copy + Eq + std::hash::Hash, E>(
 }
 
 /// Whether every character whose lead byte is in `leads` leads `from` to
-/// `to` (see [`utf8_leads_to`]); `seen` and `todo` are scratch.
-fn chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
-    from: S,
-    to: S,
+/// `to` (see [`utf8_leads_to`]); `seen`, `todo` and `reps` are scratch.
+fn chars_lead_to<M: CharMoves>(
+    from: M::S,
+    to: M::S,
     leads: std::ops::RangeInclusive<u8>,
-    step: &mut impl FnMut(S, u8) -> Result<S, E>,
-    goes_on: &impl Fn(S) -> bool,
-    seen: &mut rustc_hash::FxHashSet<(u8, S)>,
-    todo: &mut Vec<(u8, S)>,
-) -> Result<bool, E> {
+    m: &mut M,
+    seen: &mut rustc_hash::FxHashSet<(u8, M::S)>,
+    todo: &mut Vec<(u8, M::S)>,
+    reps: &mut Vec<u8>,
+) -> Result<bool, M::E> {
     // The characters, by (decoder state, point) pairs.
     for b in leads {
-        let u = step(from, b)?;
-        if !goes_on(u) {
+        let u = m.step(from, b)?;
+        if !m.goes_on(u) {
             return Ok(false);
         }
         todo.push((utf8_next(0, b), u));
@@ -840,17 +909,18 @@ fn chars_lead_to<S: Copy + Eq + std::hash::Hash, E>(
         if !seen.insert((r, u)) {
             continue;
         }
-        for b in 0x80..=0xBFu8 {
+        m.cont_reps(u, reps);
+        for &b in reps.iter() {
             let r2 = utf8_next(r, b);
             if r2 == TEXT_DEAD {
                 continue;
             }
-            let u2 = step(u, b)?;
+            let u2 = m.step(u, b)?;
             if r2 == 0 {
                 if u2 != to {
                     return Ok(false);
                 }
-            } else if !goes_on(u2) {
+            } else if !m.goes_on(u2) {
                 return Ok(false);
             } else {
                 todo.push((r2, u2));
@@ -866,7 +936,7 @@ fn utf8_loop(a: &Automaton, t: StateId, m: &mut Skips) -> Option<[u64; 4]> {
     if let Some(&known) = m.utf8.get(&t) {
         return known;
     }
-    let Ok(found) = utf8_loop_by(t, |u, b| Ok::<_, std::convert::Infallible>(a.next(u, b)), |u| interior(a, u));
+    let Ok(found) = utf8_loop_by(t, &mut StateChars(a));
     m.utf8.insert(t, found);
     found
 }
@@ -1266,17 +1336,39 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
     let mut members: rustc_hash::FxHashSet<StateId> = Default::default();
     members.insert(u);
     let (mut out, mut reps) = (Vec::new(), Vec::new());
+    // The members are followed on their ASCII characters first, then on
+    // the others (a member found then, on all): text that leaves on a
+    // word (a think block's, up to `</think>`) leaves at the word's end,
+    // found without reading every character of the word's states (280 K
+    // instructions of a think block's first mask).
+    let mut ascii_phase = true;
+    // Per member, whether its ASCII characters were followed.
+    let mut ascii_done: Vec<bool> = vec![false];
     let mut k = 0;
     let closed = 'follow: loop {
         if k == set.len() {
-            break true;
+            if !ascii_phase {
+                break true;
+            }
+            ascii_phase = false;
+            k = 0;
+            continue;
         }
         let w = set[k];
         k += 1;
+        let chars = match (ascii_phase, ascii_done[k - 1]) {
+            (true, _) => TextChars::Ascii,
+            (false, true) => TextChars::Others,
+            (false, false) => TextChars::All,
+        };
+        ascii_done[k - 1] = true;
         reps.clear();
-        reps.extend_from_slice(text_reps(a, w, memo));
+        reps.extend(text_reps(a, w, memo).iter().copied().filter(|&b| chars.reads(b)));
         out.clear();
-        if !text_successors(a, w, &reps, &mut out) || out.is_empty() {
+        // A member that text leads out of leads the others out too (a
+        // state inside `</think` met again from another one).
+        let leads_out = !text_successors(a, w, &reps, &mut out) || out.is_empty() || out.iter().any(|x| memo.not_closed.contains(x));
+        if leads_out {
             // Text leads `w` out, and so every member that text leads to
             // `w`: the members it was found from, back to `u`, are not
             // closed either (each was followed anew, most of a think
@@ -1302,6 +1394,7 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
                 }
                 set.push(x);
                 found_from.push(k - 1);
+                ascii_done.push(false);
             }
         }
     };
@@ -1316,6 +1409,25 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
         }
     }
     closed
+}
+
+/// Which characters of text [`text_closed`] follows from a member.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TextChars {
+    Ascii,
+    Others,
+    All,
+}
+
+impl TextChars {
+    /// Whether a representative byte (see [`text_reps`]) starts one of them.
+    fn reads(self, b: u8) -> bool {
+        match self {
+            TextChars::Ascii => b < 0x80,
+            TextChars::Others => b >= 0x80,
+            TextChars::All => true,
+        }
+    }
 }
 
 /// Whether no character of text has a way out of `u`: every byte that
@@ -2163,24 +2275,29 @@ mod tests {
         }
     }
 
+    /// The automaton of any string of characters in `ranges`, then `"`.
+    fn chars_then_quote(ranges: &[(u32, u32)]) -> Automaton {
+        use formcast_grammar::{Expr, Grammar, Rule};
+        let body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Chars(ranges.to_vec())), min: 0, max: None }, Expr::literal("\"")]);
+        let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
+        crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap()
+    }
+
     /// The lead bytes that [`utf8_leads_to`] finds are those all of whose
     /// characters lead a state back to itself, written plainly: text that
     /// refuses é (lead C3, whose other characters go on) or one emoji
     /// (lead F0), or everything past U+07FF (every lead but C2–DF).
     #[test]
     fn utf8_leads_are_those_whose_characters_all_lead_back() {
-        use formcast_grammar::{Expr, Grammar, Rule};
         let bodies = [
             vec![(0x20, 0x21), (0x23, 0xE8), (0xEA, 0x10FFFF)],
             vec![(0x20, 0x21), (0x23, 0x1F5FF), (0x1F601, 0x10FFFF)],
             vec![(0x20, 0x21), (0x23, 0x7FF)],
         ];
         for ranges in bodies {
-            let body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Chars(ranges.clone())), min: 0, max: None }, Expr::literal("\"")]);
-            let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
-            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let a = chars_then_quote(&ranges);
             let s = a.rule_start[0];
-            let Ok(leads) = utf8_leads_to(s, s, |u, b| Ok::<_, std::convert::Infallible>(a.next(u, b)), |u| interior(&a, u));
+            let Ok(leads) = utf8_leads_to(s, s, &mut StateChars(&a));
             for lead in 0xC2..=0xF4u8 {
                 // Every character of this lead, by its scalar values.
                 let all_back = (0x80..=0x10FFFFu32).filter_map(char::from_u32).filter(|c| c.len_utf8() > 1).filter(|c| {
@@ -2194,6 +2311,45 @@ mod tests {
                     }) == Some(s)
                 });
                 assert_eq!(has_byte(&leads, lead), all_back, "{ranges:x?}: lead {lead:#x}");
+            }
+        }
+    }
+
+    /// Every continuation byte moves every state of a set as the
+    /// representative of its block does, and is decoded alike: following
+    /// a character on the representatives alone is following it on all.
+    #[test]
+    fn continuation_representatives_stand_for_their_bytes() {
+        let bodies = [
+            vec![(0x20, 0x21), (0x23, 0xE8), (0xEA, 0x10FFFF)],
+            vec![(0x20, 0x21), (0x23, 0x1F5FF), (0x1F601, 0x10FFFF)],
+            vec![(0x20, 0x7E), (0x4E00, 0x9FFF)],
+        ];
+        for ranges in bodies {
+            let a = chars_then_quote(&ranges);
+            // The states inside characters: every point a lead byte and then
+            // continuation bytes reach.
+            let mut states = vec![a.rule_start[0]];
+            let mut k = 0;
+            while k < states.len() && states.len() < 64 {
+                let u = states[k];
+                k += 1;
+                for b in 0x80..=0xF4u8 {
+                    let t = a.next(u, b);
+                    if t != DEAD && !states.contains(&t) {
+                        states.push(t);
+                    }
+                }
+            }
+            for n in 1..=states.len().min(4) {
+                let set = &states[states.len() - n..];
+                let mut reps = Vec::new();
+                cont_reps_of(&a, set.iter().copied(), &mut reps);
+                for b in 0x80..=0xBFu8 {
+                    let range = CONT_RANGES.iter().position(|r| r >> (b - 0x80) & 1 != 0).unwrap();
+                    let stands = reps.iter().any(|&r| CONT_RANGES[range] >> (r - 0x80) & 1 != 0 && set.iter().all(|&u| a.next(u, r) == a.next(u, b)));
+                    assert!(stands, "{ranges:x?}: byte {b:#x} has no representative in {reps:x?}");
+                }
             }
         }
     }
