@@ -200,6 +200,12 @@ const LOOP_CHECK_MIN_NODES: usize = 4;
 /// 20,000.
 pub const MAX_MASK_ITEMS: usize = 2_000_000;
 
+/// Entries of [`MaskWalker::trans`] (256 per set) reserved at once: a
+/// mask inside a trigger's first bytes interns a few hundred sets, and
+/// growing the table by doubling copied it (a quarter of such a mask in a
+/// fresh matcher). Untouched until used.
+const TRANS_RESERVED: usize = 256 * 256;
+
 const UNKNOWN: u32 = u32::MAX - 1;
 const DEAD: u32 = u32::MAX;
 /// The interned empty set: the bytes so far are valid but nothing can follow.
@@ -207,6 +213,9 @@ const EMPTY: u32 = 0;
 
 impl MaskWalker {
     fn reset(&mut self) {
+        if self.trans.capacity() < TRANS_RESERVED {
+            self.trans.reserve(TRANS_RESERVED);
+        }
         self.sets.clear();
         self.set_items.clear();
         self.trans.clear();
