@@ -44,13 +44,17 @@ GRAMMARS = {
     # excluded bytes has its own cover (``VocabIndex::free_text_cover``).
     "gbnf_not_brace_gt": lambda: fc.Grammar.from_ebnf('root ::= [^{>]* "{}"'),
     "gbnf_not_brace_gt_open": lambda: fc.Grammar.from_ebnf("root ::= [^{>]* (\"{\" [a-z]*)?"),
+    # Text that refuses every printable ASCII byte but the space, and takes
+    # every longer character (``partition::utf8_chars_loop``): a key that
+    # must not match an unanchored pattern of letters, digits and marks.
+    "gbnf_few_ascii": lambda: fc.Grammar.from_ebnf('root ::= [^\\x21-\\x7E]* "."'),
     # Text that must not hold "<x>the": after "<x>", the tokens that start
     # with "the" are refused although they are free text of the cover.
     "any_text_excluding": lambda: fc.Grammar.from_structural_tag(json.dumps(
         {"type": "structural_tag", "format": {"type": "any_text", "excludes": ["<x>the"]}})),
 }
 
-PREFIXES = ["", "Hello, ", "naïve café — ", "日本語", "a < b", "Let me check.<", "<too", "</thi", "x\n\t\"\\", "a {", "{x", "<x>", "so <x"]
+PREFIXES = ["", "Hello, ", "naïve café — ", " — ", "日本語", "a < b", "Let me check.<", "<too", "</thi", "x\n\t\"\\", "a {", "{x", "<x>", "so <x"]
 
 
 @pytest.fixture(scope="module")
