@@ -213,12 +213,11 @@ const EMPTY: u32 = 0;
 
 impl MaskWalker {
     fn reset(&mut self) {
-        if self.trans.capacity() < TRANS_RESERVED {
-            self.trans.reserve(TRANS_RESERVED);
-        }
         self.sets.clear();
         self.set_items.clear();
         self.trans.clear();
+        // (Once: the capacity is kept from mask to mask.)
+        self.trans.reserve(TRANS_RESERVED);
         self.by_seeds.clear();
         self.loops.clear();
         self.loops.push(([u64::MAX; 4], [0; 4]));

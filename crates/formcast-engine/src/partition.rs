@@ -2216,7 +2216,6 @@ mod tests {
     /// only `/` goes on); a counted run that dies.
     #[test]
     fn closed_bytes_keep_every_path_interior() {
-        use formcast_grammar::{regex::regex_to_expr, Expr, Grammar, Rule};
         let patterns = [
             r"(https?://)?([0-9a-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?",
             r"(http://)?[a-z]+(:[0-9]+)?",
@@ -2224,9 +2223,7 @@ mod tests {
         ];
         let mut wider = 0;
         for p in patterns {
-            let body = Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]);
-            let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
-            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let a = pattern_then_quote(p);
             let mut m = Skips::default();
             for t in 0..a.n_states() as StateId {
                 if !interior(&a, t) {
@@ -2262,16 +2259,13 @@ mod tests {
     /// the first four characters) must not be.
     #[test]
     fn text_closed_is_every_text_staying_interior() {
-        use formcast_grammar::{regex::regex_to_expr, Expr, Grammar, Rule};
         let patterns = [
             (".*(integer|continuous|alpha|beta|gamma|delta|epsilon).*", true),
             (".*[a-z0-9_-]{40}.*", true),
             (".{0,3}x[^q].*", false),
         ];
         for (p, searches) in patterns {
-            let body = Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]);
-            let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
-            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let a = pattern_then_quote(p);
             let mut large = 0;
             for u in 0..a.n_states() as StateId {
                 if !interior(&a, u) {
@@ -2305,12 +2299,23 @@ mod tests {
         }
     }
 
-    /// The automaton of any string of characters in `ranges`, then `"`.
-    fn chars_then_quote(ranges: &[(u32, u32)]) -> Automaton {
-        use formcast_grammar::{Expr, Grammar, Rule};
-        let body = Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Chars(ranges.to_vec())), min: 0, max: None }, Expr::literal("\"")]);
+    /// The automaton of a grammar whose one rule is `body`.
+    fn automaton_of(body: formcast_grammar::Expr) -> Automaton {
+        use formcast_grammar::{Grammar, Rule};
         let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
         crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap()
+    }
+
+    /// The automaton of a string matching the pattern `p`, then `"`.
+    fn pattern_then_quote(p: &str) -> Automaton {
+        use formcast_grammar::{regex::regex_to_expr, Expr};
+        automaton_of(Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]))
+    }
+
+    /// The automaton of any string of characters in `ranges`, then `"`.
+    fn chars_then_quote(ranges: &[(u32, u32)]) -> Automaton {
+        use formcast_grammar::Expr;
+        automaton_of(Expr::Seq(vec![Expr::Repeat { expr: Box::new(Expr::Chars(ranges.to_vec())), min: 0, max: None }, Expr::literal("\"")]))
     }
 
     /// The lead bytes that [`utf8_leads_to`] finds are those all of whose
@@ -2391,7 +2396,7 @@ mod tests {
     /// raw bytes, whose one class the decoder reads in many ways.
     #[test]
     fn text_runs_through_class_representatives_are_those_of_every_byte() {
-        use formcast_grammar::{Expr, Grammar, Rule};
+        use formcast_grammar::Expr;
         let text = |ranges: Vec<(u32, u32)>| Expr::Chars(ranges);
         let quoted = |e: Expr| Expr::Seq(vec![e, Expr::literal("\"")]);
         let bodies = [
@@ -2437,8 +2442,7 @@ mod tests {
         }
         let dead_by_bytes = |a: &Automaton, u: StateId| (0..=255u8).all(|b| text_next(0, b) == TEXT_DEAD || a.next(u, b) == DEAD);
         for body in bodies {
-            let g = Grammar { rules: vec![Rule::new("root", body.clone())], root: 0 };
-            let a = crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap();
+            let a = automaton_of(body.clone());
             let mut memo = Skips::default();
             for u in 0..a.n_states() as StateId {
                 let reps = text_reps(&a, u, &mut memo).to_vec();
@@ -2460,15 +2464,10 @@ mod tests {
     }
 
     fn automata() -> Vec<Automaton> {
-        use formcast_grammar::{regex::regex_to_expr, Expr, Grammar, Rule};
         let patterns = [r"(https?://)?([0-9a-z.-]+)\.([a-z.]{2,6})([/\w .-]*)*/?", r"[a-zé]{2,5}(ab|ac|b)*", r"(get_weather|get_time|read_file|search)"];
         patterns
             .iter()
-            .map(|p| {
-                let body = Expr::Seq(vec![regex_to_expr(p).unwrap(), Expr::literal("\"")]);
-                let g = Grammar { rules: vec![Rule::new("root", body)], root: 0 };
-                crate::automaton::build_automaton(&g, &Default::default(), &crate::Budget::unlimited()).unwrap()
-            })
+            .map(|p| pattern_then_quote(p))
             .collect()
     }
 
