@@ -161,6 +161,25 @@ def test_batch_fill_equals_single_fills(compiler, smollm2, hf_tokenizer):
         fc.fill_next_token_bitmask_batch(matchers[:2], batch, indices=[1, 1])
 
 
+def test_compiling_computes_the_first_mask(smollm2, hf_tokenizer):
+    # A server compiles off its decoding step and fills masks on it: the
+    # compile leaves the start's mask in the grammar's cache, so a
+    # matcher's first fill computes nothing (the grammar does not grow),
+    # where a later state's does.
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    compiled = fc.GrammarCompiler(smollm2).compile_json_schema(schema)
+    matcher = fc.GrammarMatcher(compiled)
+    held = compiled.memory_bytes
+    first = allowed_ids(matcher, smollm2)
+    assert compiled.memory_bytes == held
+    assert matcher.accept_string('{"name": "')
+    allowed_ids(matcher, smollm2)
+    assert compiled.memory_bytes > held
+    # The cached mask is the start's: what the tokenizer's tokens can open.
+    brace, x = (hf_tokenizer.token_to_id(t) for t in ("{", "x"))
+    assert first[brace] and not first[x]
+
+
 def test_apply_token_bitmask_inplace_numpy():
     bm = np.zeros((2, 2), dtype=np.int32)
     bm[0, 0] = 0b101

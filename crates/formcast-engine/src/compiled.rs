@@ -1,13 +1,15 @@
 //! A grammar compiled against a vocabulary, with its lazily built caches.
 //!
-//! Compilation itself only builds the automaton (cost proportional to the
-//! grammar, independent of the vocabulary). Everything that depends on the
+//! [`CompiledGrammar::compile`] only builds the automaton (cost proportional
+//! to the grammar, independent of the vocabulary); [`CompiledGrammar::prepare`]
+//! then computes the start's mask. Everything that depends on the
 //! vocabulary is computed on first use and shared by all matchers:
 //! - a per-DFA-state *partition* of the vocabulary: tokens a state accepts
 //!   on its own bytes whatever the stack holds, plus the trie nodes where the
 //!   answer depends on the stack (see [`Partition`]; shared with every other
 //!   grammar compiled for the same vocabulary through [`crate::partition`]);
-//! - a cache of whole masks keyed by the canonical hash of a parser state.
+//! - a cache of whole masks keyed by the canonical hash of a parser state
+//!   (the start's mask put there by [`CompiledGrammar::prepare`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -66,6 +68,9 @@ pub struct CompiledGrammar {
     /// Per state, the fewest bytes to finish its rule ([`crate::completion`]).
     completion_dist: OnceLock<Vec<u32>>,
     pub(crate) mask_cache: Mutex<MaskCache>,
+    /// Free-text bytes of parser sets found by mask walks, for the next
+    /// (see [`crate::mask::KnownLoops`]).
+    pub(crate) known_loops: crate::mask::KnownLoops,
 }
 
 impl std::fmt::Debug for CompiledGrammar {
@@ -118,6 +123,7 @@ impl CompiledGrammar {
             skips,
             completion_dist: OnceLock::new(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
+            known_loops: Default::default(),
         })
     }
 
@@ -136,6 +142,27 @@ impl CompiledGrammar {
         rayon::spawn(move || {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build_class_covers(&g.automaton, &g.vocab)));
         });
+    }
+
+    /// What a compile does once the grammar is shared, before it is handed
+    /// out: starts the class covers on rayon's pool
+    /// ([`Self::build_class_covers_in_background`]) and computes the mask
+    /// at the grammar's start into the mask cache.
+    ///
+    /// Every matcher's first mask is then a cache lookup. The first mask is
+    /// usually a document's slowest (every token that can open it, walked
+    /// cold); a server compiles off its decoding step (SGLang and vLLM in
+    /// a thread pool) but fills masks on it, where one slow row stalls the
+    /// whole batch. The time to the first mask is unchanged: its walk moves
+    /// from the first fill to the compile. A start the matcher cannot take
+    /// (an error) is left for `Matcher::new` or the first fill to report,
+    /// as they would without this.
+    pub fn prepare(self: &Arc<Self>) {
+        self.build_class_covers_in_background();
+        if let Ok(mut m) = crate::matcher::Matcher::new(self.clone(), false, Some(0)) {
+            let mut row = vec![0u32; self.vocab.mask_words()];
+            let _ = m.fill_next_token_bitmask(&mut row);
+        }
     }
 
     /// Computes the partitions of the states met between whole ASCII

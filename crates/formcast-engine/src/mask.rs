@@ -9,7 +9,7 @@
 //! may cut one another: those are walked together (see
 //! [`MaskWalker::compute`]).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
@@ -104,8 +104,13 @@ impl StoredMask {
     }
 }
 
-/// Most sets whose free text a matcher remembers across its masks.
+/// Most sets whose free text a grammar remembers across masks.
 const KNOWN_LOOPS_MAX: usize = 1024;
+
+/// Free text's bytes of parser sets by canonical key
+/// ([`crate::parser::unordered_key`]), shared by a grammar's matchers:
+/// see [`MaskWalker::utf8_loop`].
+pub(crate) type KnownLoops = Arc<Mutex<FxHashMap<u128, Option<[u64; 4]>>>>;
 
 /// Buffers reused from one mask computation to the next.
 ///
@@ -141,13 +146,15 @@ pub struct MaskWalker {
     /// through sets that go on to a character's end), else none (see
     /// [`MaskWalker::utf8_loop`]).
     utf8_loops: Vec<Option<Option<[u64; 4]>>>,
-    /// The same across this matcher's masks, by the set's canonical key
-    /// ([`crate::parser::unordered_key`]): the text before a trigger, and
-    /// inside a trigger's first bytes, is the same set in every mask, and
-    /// finding its free text's bytes steps it on every ASCII byte and
-    /// follows every lead byte's characters (a quarter of a mask inside a
-    /// trigger). Cleared when it holds [`KNOWN_LOOPS_MAX`].
-    known_loops: FxHashMap<u128, Option<[u64; 4]>>,
+    /// The same across masks, by the set's canonical key: the grammar's
+    /// map, taken at the start of each computation. The text before a
+    /// trigger, and inside a trigger's first bytes, is the same set in
+    /// every mask of every matcher, and finding its free text's bytes
+    /// steps it on every ASCII byte and follows every lead byte's
+    /// characters (a quarter of a mask inside a trigger; the start's mask,
+    /// computed at compile by another matcher, finds them first). Cleared
+    /// when it holds [`KNOWN_LOOPS_MAX`].
+    known_loops: KnownLoops,
     /// (subtree end, set) per depth of [`MaskWalker::walk_subtree`].
     frames: Vec<(u32, u32)>,
     /// The same, of [`MaskWalker::walk_skeleton`].
@@ -328,16 +335,20 @@ impl MaskWalker {
             return Ok(None);
         }
         let key = crate::parser::unordered_key(arena, items);
-        if let Some(&known) = self.known_loops.get(&key) {
+        // A poisoned lock (a panic elsewhere while it was held: the map is
+        // only ever read or inserted into) still holds sound entries.
+        let known = self.known_loops.lock().unwrap_or_else(|e| e.into_inner()).get(&key).copied();
+        if let Some(known) = known {
             self.utf8_loops[set as usize] = Some(known);
             return Ok(known);
         }
         let found = utf8_loop_by(set, &mut SetChars { w: self, a, arena, sc })?;
         self.utf8_loops[set as usize] = Some(found);
-        if self.known_loops.len() >= KNOWN_LOOPS_MAX {
-            self.known_loops.clear();
+        let mut known = self.known_loops.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= KNOWN_LOOPS_MAX {
+            known.clear();
         }
-        self.known_loops.insert(key, found);
+        known.insert(key, found);
         Ok(found)
     }
 
@@ -576,6 +587,9 @@ impl MaskWalker {
         let v = &*g.vocab;
         let mark = arena.mark();
         self.reset();
+        if !Arc::ptr_eq(&self.known_loops, &g.known_loops) {
+            self.known_loops = g.known_loops.clone();
+        }
         self.visited_at_start = sc.visited;
         self.lexed = !a.lex.is_empty();
         // With lexemes, items whose first bytes meet may cut one another;

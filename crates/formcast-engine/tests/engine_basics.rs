@@ -31,6 +31,23 @@ fn allowed(m: &mut Matcher) -> Vec<u32> {
 
 const TOKS: &[&str] = &["<eos>", "a", "b", "ab", "(", ")", "()", "((", "x", "ba", "aa"];
 
+/// `prepare` leaves the start's mask in the grammar's cache: the first
+/// mask of every matcher is then a lookup (the grammar holds no more
+/// afterwards) and the same as a grammar that computes it on demand.
+#[test]
+fn prepared_grammars_hold_their_first_mask() {
+    let v = vocab(TOKS, &[0], &[0]);
+    let g = rules(vec![("root", Expr::Seq(vec![Expr::literal("("), Expr::star(Expr::literal("ab")), Expr::literal(")")]))]);
+    let (lazy, prepared) = (compile(&g, &v), compile(&g, &v));
+    prepared.prepare();
+    let held = prepared.memory_bytes();
+    assert!(held > lazy.memory_bytes());
+    let first = allowed(&mut Matcher::new(prepared.clone(), false, None).unwrap());
+    assert_eq!(prepared.memory_bytes(), held);
+    assert_eq!(first, allowed(&mut Matcher::new(lazy, false, None).unwrap()));
+    assert_eq!(first, vec![4, 6]);
+}
+
 #[test]
 fn literal_alternatives_and_stop() {
     let v = vocab(TOKS, &[0], &[0]);

@@ -83,7 +83,7 @@ fn main() {
             let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
             let cg = Arc::new(cg);
             // As the Python extension's compile does.
-            cg.build_class_covers_in_background();
+            cg.prepare();
             let mut m = Matcher::new(cg, false, None).unwrap();
             let mut out = vec![0u32; index.logits_size.div_ceil(32)];
             let mut times = Vec::new();

@@ -106,13 +106,14 @@ pub fn compile_grammar(
         }
         let g = grammar.inner.clone();
         let index = tokenizer.index.clone();
-        let cg = py.detach(move || {
-            let _fg = fe::foreground::Foreground::begin();
-            fe::CompiledGrammar::compile(&g, index, &opts, &budget)
-        })
-        .map_err(to_py)?;
-        let inner = Arc::new(cg);
-        inner.build_class_covers_in_background();
+        let inner = py
+            .detach(move || {
+                let _fg = fe::foreground::Foreground::begin();
+                let cg = Arc::new(fe::CompiledGrammar::compile(&g, index, &opts, &budget)?);
+                cg.prepare();
+                Ok::<_, fe::EngineError>(cg)
+            })
+            .map_err(to_py)?;
         Ok(CompiledGrammar { inner })
     })
 }
