@@ -19,7 +19,7 @@ use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
 use crate::partition::{accept_text_up_to, clear_all, cont_reps_of, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, CharMoves, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
-use crate::vocab_index::VocabIndex;
+use crate::vocab_index::{SkeletonNode, VocabIndex};
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -790,7 +790,7 @@ impl MaskWalker {
         g: &CompiledGrammar,
         arena: &mut Arena,
         sc: &mut Scratch,
-        skeleton: &[(u32, bool)],
+        skeleton: &[SkeletonNode],
         first: usize,
         own: u32,
         bits: &mut Bitset,
@@ -798,21 +798,21 @@ impl MaskWalker {
         let a = &g.automaton;
         let v = &*g.vocab;
         let end = v.nodes[first].end;
-        let lo = skeleton.partition_point(|&(n, _)| (n as usize) < first);
-        let hi = lo + skeleton[lo..].partition_point(|&(n, _)| n < end);
+        let lo = skeleton.partition_point(|s| (s.id as usize) < first);
+        let hi = lo + skeleton[lo..].partition_point(|s| s.id < end);
         // (A buffer kept across calls; an error drops it.)
         let mut frames = std::mem::take(&mut self.skeleton_frames);
         frames.clear();
         frames.push((u32::MAX, own));
         let mut k = lo;
         while k < hi {
-            let (n, whole) = skeleton[k];
+            let SkeletonNode { id: n, node, whole } = skeleton[k];
             k += 1;
             while n >= frames.last().unwrap().0 {
                 frames.pop();
             }
             let parent = frames.last().unwrap().1;
-            let (i, node) = (n as usize, v.nodes[n as usize]);
+            let i = n as usize;
             if whole {
                 // Nothing below it is listed.
                 self.walk_node(g, arena, sc, i, parent, bits)?;
@@ -820,11 +820,11 @@ impl MaskWalker {
             }
             let t = self.step(a, arena, sc, parent, node.byte)?;
             if t != DEAD {
-                set_all(bits, v.tokens_at(i));
+                set_all(bits, v.tokens_of(&node));
             }
             if t == DEAD || t == EMPTY {
                 // Nothing below is taken.
-                while k < hi && skeleton[k].0 < node.end {
+                while k < hi && skeleton[k].id < node.end {
                     k += 1;
                 }
             } else {

@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::{flags, Automaton, StateId, DEAD};
 use crate::bitset::{has_byte, Bitset};
 use crate::mask::StoredMask;
-use crate::vocab_index::{text_next, utf8_next, VocabIndex, TEXT_DEAD};
+use crate::vocab_index::{text_next, utf8_next, SkeletonNode, VocabIndex, TEXT_DEAD};
 
 /// The vocabulary as seen from one DFA state, ignoring the parser stack.
 ///
@@ -1925,7 +1925,7 @@ fn walk_cover(
     s: StateId,
     exit_id: &impl Fn(StateId) -> u32,
     memo_now: &mut Skips,
-    skeleton: &[(u32, bool)],
+    skeleton: &[SkeletonNode],
     accept: &mut Accepted,
 ) -> Vec<(u32, u32)> {
     let mut frontier = Vec::new();
@@ -1933,13 +1933,13 @@ fn walk_cover(
     let mut stack: Vec<(u32, StateId)> = vec![(u32::MAX, s)];
     let mut k = 0;
     while k < skeleton.len() {
-        let (n, whole) = skeleton[k];
+        let SkeletonNode { id: n, node, whole } = skeleton[k];
         k += 1;
         while n >= stack.last().unwrap().0 {
             stack.pop();
         }
         let st = stack.last().unwrap().1;
-        let (i, node) = (n as usize, v.nodes[n as usize]);
+        let i = n as usize;
         let t = a.next(st, node.byte);
         if whole {
             // (Broken UTF-8 dies at once: 77 of the 207 whole nodes of `<`
@@ -1953,12 +1953,12 @@ fn walk_cover(
             if t != DEAD {
                 frontier.push((n, exit_id(t)));
             }
-            while k < skeleton.len() && skeleton[k].0 < node.end {
+            while k < skeleton.len() && skeleton[k].id < node.end {
                 k += 1;
             }
             continue;
         }
-        accept.add(v.tokens_at(i));
+        accept.add(v.tokens_of(&node));
         stack.push((node.end, t));
     }
     frontier
