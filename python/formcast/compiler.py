@@ -59,7 +59,10 @@ class GrammarCompiler:
 
         ``timeout_s`` bounds the compilation (``CompileTimeoutError``);
         ``cancel`` lets another thread stop it (``CancelledError``). The GIL
-        is released while compiling.
+        is released while compiling. The compile ends by computing the
+        grammar's first mask into its cache (every matcher's first fill is
+        then a copy); that mask is bounded like any other, not by
+        ``timeout_s``.
         """
         key = grammar._key
         while True:
