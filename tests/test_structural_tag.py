@@ -542,3 +542,28 @@ def test_llama31_json_call_then_eot(compiler, llama3):
     walk(m, llama3, [eot])
     assert m.can_terminate()
     assert not run(compiler, tag, '{"name": "get_weather", "parameters": {"city": "Paris"}}<|eot_id|>')  # text is not the token
+
+
+@pytest.mark.parametrize("prefix", ["", "Sure.<", "<tool", "Sure.<tool_call", "a < b, <tool_"])
+def test_masks_inside_a_trigger_equal_token_acceptance(llama3, prefix):
+    # Inside a trigger's first bytes, the walks down the free text's cover
+    # come from the grammar's memo, filled by the start's mask at compile
+    # (`MaskWalker::skeleton_below`): every token is checked against
+    # acceptance, in one grammar whose matchers go one after another.
+    from conftest import accepted_by_parser, mask_row_bits
+
+    compiled = fc.GrammarCompiler(llama3).compile_structural_tag(wrap({
+        "type": "triggered_tags",
+        "triggers": ["<tool_call>"],
+        "tags": [{"begin": "<tool_call>\n", "content": {"type": "json_schema", "json_schema": SCHEMA}, "end": "\n</tool_call>"}],
+    }))
+    for text in ["Sure.<", prefix]:
+        m = fc.GrammarMatcher(compiled)
+        assert m.accept_string(text)
+        mask = fc.allocate_token_bitmask(1, llama3.logits_size)
+        m.fill_next_token_bitmask(mask, 0)
+        n = llama3.vocab_size
+        bits = mask_row_bits(mask, n)
+        diff = np.flatnonzero(bits != accepted_by_parser(m, n))
+        assert diff.size == 0, f"after {text!r}: mask and accept_token disagree on {diff[:8]}"
+        assert bits.sum() > n // 2

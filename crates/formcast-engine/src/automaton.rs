@@ -343,6 +343,18 @@ impl<'a> StateMoves<'a> {
         })
     }
 
+    /// How many byte classes the table has.
+    #[inline]
+    pub fn n_classes(self) -> usize {
+        self.class_bits.len()
+    }
+
+    /// The class of byte `b` in the table.
+    #[inline]
+    pub fn class(self, b: u8) -> usize {
+        self.class_of[b as usize] as usize
+    }
+
     /// The state moved to on byte `b` ([`DEAD`]: none), as
     /// [`Automaton::next`].
     #[inline(always)]
@@ -483,6 +495,19 @@ impl Automaton {
             }
         }
         bits
+    }
+
+    /// The bytes that move `s` as `b` does: `b`'s class in the table of
+    /// `s`. A set of items whose states all move alike on two bytes
+    /// scans them alike.
+    #[inline]
+    pub fn same_moves(&self, s: StateId, b: u8) -> &[u64; 4] {
+        if (s as usize) < self.n_shared {
+            &self.class_bits[self.class_of[b as usize] as usize]
+        } else {
+            let t = &self.narrow[self.table_of(s) - 1].table;
+            &t.class_bits[t.class_of[b as usize] as usize]
+        }
     }
 
     /// Where an item in state `s`, flagged [`flags::TICKS`], moves once the

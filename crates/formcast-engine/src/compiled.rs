@@ -71,6 +71,9 @@ pub struct CompiledGrammar {
     /// Free-text bytes of parser sets found by mask walks, for the next
     /// (see [`crate::mask::KnownLoops`]).
     pub(crate) known_loops: crate::mask::KnownLoops,
+    /// What walks down free-text covers' skeletons took, for the next
+    /// (see [`crate::mask::KnownSkeletons`]).
+    pub(crate) known_skeletons: Mutex<crate::mask::KnownSkeletons>,
 }
 
 impl std::fmt::Debug for CompiledGrammar {
@@ -124,6 +127,7 @@ impl CompiledGrammar {
             completion_dist: OnceLock::new(),
             mask_cache: Mutex::new(MaskCache { map: FxHashMap::default(), bytes: 0, limit: opts.mask_cache_bytes }),
             known_loops: Default::default(),
+            known_skeletons: Default::default(),
         })
     }
 
@@ -239,6 +243,7 @@ impl CompiledGrammar {
         let parts = self.partition_bytes.load(Ordering::Relaxed);
         let cache = self.mask_cache.lock().map(|c| c.bytes).unwrap_or(0);
         let dist = self.completion_dist.get().map_or(0, |d| d.len() * 4);
-        self.automaton.memory_bytes() + parts + cache + dist + self.partitions.len() * 16
+        let skeletons = self.known_skeletons.lock().map(|k| k.heap_bytes()).unwrap_or(0);
+        self.automaton.memory_bytes() + parts + cache + dist + skeletons + self.partitions.len() * 16
     }
 }

@@ -18,7 +18,8 @@ use crate::bitset::{has_byte, Bitset};
 use crate::compiled::CompiledGrammar;
 use crate::error::EngineError;
 use crate::parser::{closure, scan_byte, Arena, Item, ItemSet, Scratch};
-use crate::partition::{accept_text_up_to, clear_all, cont_reps_of, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, CharMoves, Partition, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
+use crate::parser::mix;
+use crate::partition::{accept_text_up_to, clear_all, cont_reps_of, free_text_excluded, set_all, utf8_leads_to, utf8_loop_by, CharMoves, Partition, Sink, Skip, Take, TAKE_MIN_RUN, UTF8_LOOP_MIN};
 use crate::vocab_index::{SkeletonNode, VocabIndex};
 
 /// A mask kept in a cache: a sorted id list when sparse, dense words when not.
@@ -112,6 +113,39 @@ const KNOWN_LOOPS_MAX: usize = 1024;
 /// see [`MaskWalker::utf8_loop`].
 pub(crate) type KnownLoops = Arc<Mutex<FxHashMap<u128, Option<[u64; 4]>>>>;
 
+/// Most token ids a grammar's [`KnownSkeletons`] hold (4 MiB).
+const KNOWN_SKELETON_IDS_MAX: usize = 1 << 20;
+
+/// The tokens that walks down a free-text cover's skeleton took (see
+/// [`MaskWalker::skeleton_below`]), by the set after the first byte, the
+/// first byte's trie node and the cover, shared by a grammar's matchers.
+/// Cleared when it would hold more than [`KNOWN_SKELETON_IDS_MAX`] ids.
+#[derive(Debug, Default)]
+pub(crate) struct KnownSkeletons {
+    map: FxHashMap<u128, Arc<[u32]>>,
+    ids: usize,
+}
+
+impl KnownSkeletons {
+    fn insert(&mut self, key: u128, ids: &[u32]) {
+        if ids.len() > KNOWN_SKELETON_IDS_MAX {
+            return;
+        }
+        if self.ids + ids.len() > KNOWN_SKELETON_IDS_MAX {
+            self.map.clear();
+            self.ids = 0;
+        }
+        if self.map.insert(key, Arc::from(ids)).is_none() {
+            self.ids += ids.len();
+        }
+    }
+
+    /// Approximate heap size in bytes.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.ids * 4 + self.map.len() * 48
+    }
+}
+
 /// Buffers reused from one mask computation to the next.
 ///
 /// During one computation, the parser states met while walking the trie are
@@ -155,6 +189,13 @@ pub struct MaskWalker {
     /// computed at compile by another matcher, finds them first). Cleared
     /// when it holds [`KNOWN_LOOPS_MAX`].
     known_loops: KnownLoops,
+    /// Per set, once needed: its canonical key.
+    keys: Vec<Option<u128>>,
+    /// Scratch of [`MaskWalker::skeleton_below`].
+    skeleton_ids: Vec<u32>,
+    /// Per set: whether all its items' states are in the automaton's
+    /// shared table (whose byte classes they then all read).
+    shared: Vec<bool>,
     /// (subtree end, set) per depth of [`MaskWalker::walk_subtree`].
     frames: Vec<(u32, u32)>,
     /// The same, of [`MaskWalker::walk_skeleton`].
@@ -234,6 +275,10 @@ impl MaskWalker {
         self.utf8_loops.push(Some(None));
         self.text_counts.clear();
         self.text_counts.push(Some(Some(0)));
+        self.shared.clear();
+        self.shared.push(true);
+        self.keys.clear();
+        self.keys.push(None);
         self.sets.push((0, 0));
         self.trans.resize(256, DEAD);
     }
@@ -254,23 +299,66 @@ impl MaskWalker {
             )));
         }
         let closed = std::mem::take(&mut self.closed);
-        let id = self.intern_closed(&closed);
+        let id = self.intern_closed(a, &closed);
         self.closed = closed;
         self.by_seeds.insert(self.seeds.clone(), id);
         Ok(id)
     }
 
-    #[inline]
+    /// The set `set` steps to on byte `b` ([`DEAD`]: none), from the
+    /// table when known (the walk's usual case, kept small to inline).
+    #[inline(always)]
     fn step(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32, b: u8) -> Result<u32, EngineError> {
-        let k = set as usize * 256 + b as usize;
-        let t = self.trans[k];
+        let t = self.trans[set as usize * 256 + b as usize];
         if t != UNKNOWN {
             return Ok(t);
         }
+        self.step_new(a, arena, sc, set, b)
+    }
+
+    /// [`MaskWalker::step`] of a (set, byte) not stepped before.
+    #[inline(never)]
+    fn step_new(&mut self, a: &Automaton, arena: &mut Arena, sc: &mut Scratch, set: u32, b: u8) -> Result<u32, EngineError> {
         let (start, len) = self.sets[set as usize];
-        scan_byte(a, &self.set_items[start as usize..(start + len) as usize], b, &mut self.seeds);
+        let items = &self.set_items[start as usize..(start + len) as usize];
+        // The bytes every item's state moves on as on `b` step the set to
+        // the same set (a scan reads only the items' moves and the flags
+        // of their targets): the first of them stands for them all, and
+        // a byte whose representative was stepped needs no scan, sort or
+        // lookup.
+        let mut alike = [u64::MAX; 4];
+        match items.first() {
+            // (States of the shared table all read its classes.)
+            Some(it) if self.shared[set as usize] => alike = *a.same_moves(it.state, b),
+            _ => {
+                for it in items {
+                    for (w, x) in alike.iter_mut().zip(a.same_moves(it.state, b)) {
+                        *w &= x;
+                    }
+                }
+            }
+        }
+        let rep = alike.iter().position(|&w| w != 0).map_or(b, |k| (k * 64) as u8 + alike[k].trailing_zeros() as u8);
+        let row = set as usize * 256;
+        let known = self.trans[row + rep as usize];
+        if known != UNKNOWN {
+            self.trans[row + b as usize] = known;
+            return Ok(known);
+        }
+        scan_byte(a, items, b, &mut self.seeds);
         let t = if self.seeds.is_empty() { DEAD } else { self.intern_closure(a, arena, sc)? };
-        self.trans[k] = t;
+        self.trans[row + b as usize] = t;
+        self.trans[row + rep as usize] = t;
+        // ASCII bytes are filled in at once: free text asks a set about
+        // each of them (its loop, its first bytes).
+        if b < 0x80 {
+            for (w, mut x) in alike[..2].iter().copied().enumerate() {
+                while x != 0 {
+                    self.trans[row + w * 64 + x.trailing_zeros() as usize] = t;
+                    x &= x - 1;
+                }
+            }
+        }
         Ok(t)
     }
 
@@ -523,7 +611,7 @@ impl MaskWalker {
             let c = c as usize;
             if has_byte(&ft.firsts, b) {
                 if !has_byte(&cover.whole, b) {
-                    self.walk_skeleton(g, arena, sc, skeleton, c, ft.own, bits)?;
+                    self.skeleton_below(g, arena, sc, skeleton, c, ft, bits)?;
                 }
                 continue;
             }
@@ -686,7 +774,7 @@ impl MaskWalker {
                     *w |= x;
                 }
             }
-            let whole = self.intern_closed(&members);
+            let whole = self.intern_closed(a, &members);
             for b in 0..=255u8 {
                 let Some(c) = v.root_child[b as usize].filter(|_| has_byte(&firsts, b)) else { continue };
                 self.walk_node(g, arena, sc, c as usize, whole, bits)?;
@@ -700,7 +788,7 @@ impl MaskWalker {
     }
 
     /// Interns `items`, a set closed already (a parser state).
-    fn intern_closed(&mut self, items: &[Item]) -> u32 {
+    fn intern_closed(&mut self, a: &Automaton, items: &[Item]) -> u32 {
         if items.is_empty() {
             return EMPTY;
         }
@@ -712,6 +800,8 @@ impl MaskWalker {
         self.set_skips.push(None);
         self.utf8_loops.push(None);
         self.text_counts.push(None);
+        self.keys.push(None);
+        self.shared.push(items.iter().all(|it| (it.state as usize) < a.shared_states()));
         id
     }
 
@@ -724,7 +814,7 @@ impl MaskWalker {
         sc: &mut Scratch,
         root: usize,
         root_set: u32,
-        bits: &mut Bitset,
+        bits: &mut impl Sink,
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
         let v = &*g.vocab;
@@ -746,7 +836,7 @@ impl MaskWalker {
             }
             if t != EMPTY && node.end as usize - i >= LOOP_CHECK_MIN_NODES {
                 if self.skips_subtree(g, t, i) || self.loops_on(a, arena, sc, t, v.below[i])? || self.utf8_takes(a, arena, sc, v, t, i)? {
-                    set_all(bits, v.subtree_tokens(i));
+                    bits.add(v.subtree_tokens(i));
                     i = node.end as usize;
                     continue;
                 }
@@ -757,14 +847,14 @@ impl MaskWalker {
                         None => None,
                     };
                     if let Some(run) = run {
-                        set_all(bits, v.tokens_at(i));
+                        bits.add(v.tokens_at(i));
                         accept_text_up_to(v, i, run, bits, &mut self.count_stack);
                         i = node.end as usize;
                         continue;
                     }
                 }
             }
-            set_all(bits, v.tokens_at(i));
+            bits.add(v.tokens_at(i));
             if t == EMPTY {
                 i = node.end as usize;
                 continue;
@@ -775,6 +865,58 @@ impl MaskWalker {
             i += 1;
         }
         Ok(())
+    }
+
+    /// [`MaskWalker::walk_skeleton`] below the first-level node `first`, a
+    /// first byte of `ft`'s free text, from the grammar's memo when the
+    /// set that byte leads to was walked there before (by any matcher):
+    /// what the walk takes depends on that set and the cover only. The
+    /// free text before a trigger and every state inside the trigger's
+    /// first bytes lead there on most bytes, and the start's mask, at
+    /// compile, walks it first; without the memo, each mask inside a
+    /// trigger's first bytes walked the same 300 skeleton nodes again (a
+    /// third of its nodes).
+    #[allow(clippy::too_many_arguments)]
+    fn skeleton_below(
+        &mut self,
+        g: &CompiledGrammar,
+        arena: &mut Arena,
+        sc: &mut Scratch,
+        skeleton: &[SkeletonNode],
+        first: usize,
+        ft: &FreeText,
+        bits: &mut Bitset,
+    ) -> Result<(), EngineError> {
+        let after = self.step(&g.automaton, arena, sc, ft.own, g.vocab.nodes[first].byte)?;
+        if after == DEAD {
+            return Ok(());
+        }
+        let key = ft.excluded.iter().fold(mix(self.set_key(arena, after), first as u64), |h, &w| mix(h, w));
+        let known = g.known_skeletons.lock().unwrap_or_else(|e| e.into_inner()).map.get(&key).cloned();
+        if let Some(ids) = known {
+            set_all(bits, &ids);
+            return Ok(());
+        }
+        // (A buffer kept across calls; an error drops it.)
+        let mut ids = std::mem::take(&mut self.skeleton_ids);
+        ids.clear();
+        self.walk_skeleton(g, arena, sc, skeleton, first, ft.own, &mut ids)?;
+        set_all(bits, &ids);
+        g.known_skeletons.lock().unwrap_or_else(|e| e.into_inner()).insert(key, &ids);
+        self.skeleton_ids = ids;
+        Ok(())
+    }
+
+    /// The canonical key of an interned set ([`crate::parser::unordered_key`]),
+    /// computed once per set.
+    fn set_key(&mut self, arena: &Arena, set: u32) -> u128 {
+        if let Some(k) = self.keys[set as usize] {
+            return k;
+        }
+        let (start, len) = self.sets[set as usize];
+        let k = crate::parser::unordered_key(arena, &self.set_items[start as usize..(start + len) as usize]);
+        self.keys[set as usize] = Some(k);
+        k
     }
 
     /// Below the first-level node `first`, a first byte of an item's free
@@ -793,7 +935,7 @@ impl MaskWalker {
         skeleton: &[SkeletonNode],
         first: usize,
         own: u32,
-        bits: &mut Bitset,
+        bits: &mut impl Sink,
     ) -> Result<(), EngineError> {
         let a = &g.automaton;
         let v = &*g.vocab;
@@ -820,7 +962,7 @@ impl MaskWalker {
             }
             let t = self.step(a, arena, sc, parent, node.byte)?;
             if t != DEAD {
-                set_all(bits, v.tokens_of(&node));
+                bits.add(v.tokens_of(&node));
             }
             if t == DEAD || t == EMPTY {
                 // Nothing below is taken.
@@ -838,13 +980,13 @@ impl MaskWalker {
     /// Marks every token in the subtree of trie node `node` (itself
     /// included) accepted from the interned set `parent_set` (the state
     /// before its byte).
-    fn walk_node(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, node: usize, parent_set: u32, bits: &mut Bitset) -> Result<(), EngineError> {
+    fn walk_node(&mut self, g: &CompiledGrammar, arena: &mut Arena, sc: &mut Scratch, node: usize, parent_set: u32, bits: &mut impl Sink) -> Result<(), EngineError> {
         let v = &*g.vocab;
         let t = self.step(&g.automaton, arena, sc, parent_set, v.nodes[node].byte)?;
         if t == DEAD {
             return Ok(());
         }
-        set_all(bits, v.tokens_at(node));
+        bits.add(v.tokens_at(node));
         if t != EMPTY && v.nodes[node].end as usize > node + 1 {
             self.walk_subtree(g, arena, sc, node, t, bits)?;
         }

@@ -1212,17 +1212,36 @@ const TEXT_GROUPS: [(u8, u8); 19] = [
 /// bytes is asking about all 256. Memoized per table in `memo`.
 fn text_reps<'m>(a: &Automaton, u: StateId, memo: &'m mut Skips) -> &'m [u8] {
     memo.text_reps.entry(a.table_of(u)).or_insert_with(|| {
+        let moves = a.state_moves(u);
         let mut reps = Vec::new();
-        // Each class against each group's bits: a table of 80 classes took
-        // 20,000 byte tests, a quarter of a tool call's first mask.
-        for (_, bits) in a.state_moves(u).by_class() {
-            for group in &TEXT_GROUP_BITS {
-                if let Some(k) = (0..4).find(|&k| bits[k] & group[k] != 0) {
-                    reps.push((k * 64) as u8 + (bits[k] & group[k]).trailing_zeros() as u8);
+        if moves.n_classes() <= 12 {
+            // Each class against each group's bits.
+            for (_, bits) in moves.by_class() {
+                for group in &TEXT_GROUP_BITS {
+                    if let Some(k) = (0..4).find(|&k| bits[k] & group[k] != 0) {
+                        reps.push((k * 64) as u8 + (bits[k] & group[k]).trailing_zeros() as u8);
+                    }
+                }
+            }
+            reps.sort_unstable();
+        } else {
+            // The first byte of each (class, group) pair met, in one pass
+            // over the bytes: each class against each group cost a table
+            // of 80 classes 5,000–20,000 instructions, in the first mask
+            // that needs it (inside a tool call's trigger).
+            let mut met = [0u32; 256];
+            let mut group = 0;
+            for b in 0..=255u8 {
+                if b > TEXT_GROUPS[group].1 {
+                    group += 1;
+                }
+                let c = moves.class(b);
+                if met[c] & 1 << group == 0 {
+                    met[c] |= 1 << group;
+                    reps.push(b);
                 }
             }
         }
-        reps.sort_unstable();
         reps
     })
 }
@@ -1689,6 +1708,13 @@ impl Sink for Bitset {
     #[inline]
     fn add(&mut self, ids: &[u32]) {
         set_all(self, ids);
+    }
+}
+
+impl Sink for Vec<u32> {
+    #[inline]
+    fn add(&mut self, ids: &[u32]) {
+        self.extend_from_slice(ids);
     }
 }
 
