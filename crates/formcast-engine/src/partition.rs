@@ -1649,10 +1649,11 @@ pub(crate) fn accept_text_up_to(v: &VocabIndex, i: usize, run: u32, accept: &mut
 }
 
 /// The live moves of `u` by target: the target, how many bytes lead there,
-/// and which (read by byte class, a few dozen steps).
+/// and which (read by byte class over the row's window: a grammar of many
+/// names has a hundred classes or more, most of them dead in most rows).
 fn moves_by_target(a: &Automaton, u: StateId) -> Vec<Successor> {
     let mut out: Vec<(StateId, u32, [u64; 4])> = Vec::new();
-    for (t, bits) in a.state_moves(u).by_class() {
+    for (t, bits) in a.state_moves(u).by_window() {
         if t == DEAD {
             continue;
         }
