@@ -254,6 +254,9 @@ pub const MAX_MASK_ITEMS: usize = 2_000_000;
 /// fresh matcher). Untouched until used.
 const TRANS_RESERVED: usize = 256 * 256;
 
+/// Entries of [`MaskWalker::by_seeds`] reserved at once.
+const BY_SEEDS_RESERVED: usize = 512;
+
 const UNKNOWN: u32 = u32::MAX - 1;
 const DEAD: u32 = u32::MAX;
 /// The interned empty set: the bytes so far are valid but nothing can follow.
@@ -267,6 +270,8 @@ impl MaskWalker {
         // (Once: the capacity is kept from mask to mask.)
         self.trans.reserve(TRANS_RESERVED);
         self.by_seeds.clear();
+        // (Once, as `trans`: a fresh matcher's first masks rehashed it.)
+        self.by_seeds.reserve(BY_SEEDS_RESERVED);
         self.loops.clear();
         self.loops.push(([u64::MAX; 4], [0; 4]));
         self.set_skips.clear();
