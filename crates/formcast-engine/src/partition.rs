@@ -1050,7 +1050,7 @@ fn closed_bytes(a: &Automaton, t: StateId, chain: &Skip, known: &mut FxHashMap<S
     let of_use = |bytes: &[u64; 4]| byte_count(bytes) >= byte_count(&chain.bytes) + CLOSED_MIN_GAIN;
     let takes_of = |w: StateId| {
         let mut takes = [0u64; 4];
-        for (u, bits) in a.state_moves(w).by_class() {
+        for (u, bits) in a.state_moves(w).by_window() {
             if interior(a, u) {
                 or_into(&mut takes, bits);
             }
@@ -1078,7 +1078,7 @@ fn closed_bytes(a: &Automaton, t: StateId, chain: &Skip, known: &mut FxHashMap<S
         k += 1;
         let mut give_up = !of_use(&bytes);
         if !give_up {
-            for (u, bits) in a.state_moves(w).by_class() {
+            for (u, bits) in a.state_moves(w).by_window() {
                 if interior(a, u) && (0..4).any(|j| bits[j] & bytes[j] != 0) && members.insert(u) {
                     set.push((u, [0; 4]));
                 }
