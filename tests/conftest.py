@@ -43,6 +43,19 @@ def accepted_by_parser(m: fc.GrammarMatcher, n: int) -> np.ndarray:
     return ok
 
 
+def mask_after(m: fc.GrammarMatcher, tok: fc.TokenizerInfo, text: str) -> np.ndarray:
+    """`m`'s mask after accepting `text`, checked against token-by-token
+    acceptance over the whole vocabulary (as booleans by token id)."""
+    assert m.accept_string(text)
+    mask = fc.allocate_token_bitmask(1, tok.logits_size)
+    m.fill_next_token_bitmask(mask, 0)
+    n = tok.vocab_size
+    bits = mask_row_bits(mask, n)
+    diff = np.flatnonzero(bits != accepted_by_parser(m, n))
+    assert diff.size == 0, f"after {text!r}: mask and accept_token disagree on {[(int(t), bool(bits[t])) for t in diff[:8]]}"
+    return bits
+
+
 def run_with_llama3(script: str, paths: list[Path], env: dict[str, str | None], wrapper: list[str] = ()) -> str:
     """Runs `script` in a fresh interpreter (under `wrapper`, strace say)
     with the Llama-3 ranks file and `paths` as arguments, this process's
