@@ -343,12 +343,6 @@ impl<'a> StateMoves<'a> {
         })
     }
 
-    /// How many byte classes the table has.
-    #[inline]
-    pub fn n_classes(self) -> usize {
-        self.class_bits.len()
-    }
-
     /// The class of byte `b` in the table.
     #[inline]
     pub fn class(self, b: u8) -> usize {

@@ -1212,55 +1212,28 @@ const TEXT_GROUPS: [(u8, u8); 19] = [
 /// bytes is asking about all 256. Memoized per table in `memo`.
 fn text_reps<'m>(a: &Automaton, u: StateId, memo: &'m mut Skips) -> &'m [u8] {
     memo.text_reps.entry(a.table_of(u)).or_insert_with(|| {
+        // The first byte of each (class, group) pair met, in one pass over
+        // the bytes: each class against each group's bits cost a table of
+        // 80 classes 26,000 instructions (byte by byte, 20,000 byte tests),
+        // in the first mask that needs it (inside a tool call's trigger);
+        // one pass, 4,500.
         let moves = a.state_moves(u);
+        let mut met = [0u32; 256];
+        let mut group = 0;
         let mut reps = Vec::new();
-        if moves.n_classes() <= 12 {
-            // Each class against each group's bits.
-            for (_, bits) in moves.by_class() {
-                for group in &TEXT_GROUP_BITS {
-                    if let Some(k) = (0..4).find(|&k| bits[k] & group[k] != 0) {
-                        reps.push((k * 64) as u8 + (bits[k] & group[k]).trailing_zeros() as u8);
-                    }
-                }
+        for b in 0..=255u8 {
+            if b > TEXT_GROUPS[group].1 {
+                group += 1;
             }
-            reps.sort_unstable();
-        } else {
-            // The first byte of each (class, group) pair met, in one pass
-            // over the bytes: each class against each group cost a table
-            // of 80 classes 5,000–20,000 instructions, in the first mask
-            // that needs it (inside a tool call's trigger).
-            let mut met = [0u32; 256];
-            let mut group = 0;
-            for b in 0..=255u8 {
-                if b > TEXT_GROUPS[group].1 {
-                    group += 1;
-                }
-                let c = moves.class(b);
-                if met[c] & 1 << group == 0 {
-                    met[c] |= 1 << group;
-                    reps.push(b);
-                }
+            let c = moves.class(b);
+            if met[c] & 1 << group == 0 {
+                met[c] |= 1 << group;
+                reps.push(b);
             }
         }
         reps
     })
 }
-
-/// [`TEXT_GROUPS`] as 256-bit byte sets.
-const TEXT_GROUP_BITS: [[u64; 4]; 19] = {
-    let mut out = [[0u64; 4]; 19];
-    let mut g = 0;
-    while g < TEXT_GROUPS.len() {
-        let (lo, hi) = TEXT_GROUPS[g];
-        let mut b = lo as usize;
-        while b <= hi as usize {
-            out[g][b / 64] |= 1 << (b % 64);
-            b += 1;
-        }
-        g += 1;
-    }
-    out
-};
 
 /// The state every character of text ([`text_next`]) leads `u` to, when
 /// there is one and every byte of the way is an interior state (neither
