@@ -100,9 +100,10 @@ def peak_rss_gib(pid):
     return None
 
 
-def run_worker(python, engine, workload, token_ids, args):
+def run_worker(python, engine, workload, token_ids, args, warm_passes=None):
+    warm_passes = args.warm_passes if warm_passes is None else warm_passes
     payload = json.dumps(dict(workload=workload, token_ids=token_ids,
-                              tokenizer=args.tokenizer, warm_passes=args.warm_passes,
+                              tokenizer=args.tokenizer, warm_passes=warm_passes,
                               warm_budget_s=args.warm_budget))
     cap = int(args.mem_gb * (1 << 30))
 
@@ -157,6 +158,8 @@ def driver_main(args, all_workloads=None, prefix="engine_bench"):
         if e not in ENGINES:
             sys.exit(f"unknown engine {e}; choose from {ENGINES}")
     engines.sort(key=ENGINES.index)  # formcast first, always the same order
+    if args.rounds < 1:
+        sys.exit("--rounds must be at least 1")
     chosen = select_workloads(all_workloads, args.workloads)
     if not chosen:
         sys.exit(f"no workload matches {args.workloads!r}")
@@ -171,7 +174,8 @@ def driver_main(args, all_workloads=None, prefix="engine_bench"):
     print(f"engines: {', '.join(engines)}   workloads: {', '.join(w['name'] for w in chosen)}")
     print(f"formcast python: {args.formcast_python}   peer python: {args.peer_python}")
     print(f"per worker: timeout {args.timeout:.0f} s, address space {args.mem_gb:g} GiB; "
-          f"warm passes: {args.warm_passes}")
+          f"warm passes: {args.warm_passes}; rounds: {args.rounds} (compile and each cold step: "
+          f"the median over the rounds' fresh processes)")
     # Other jobs on this 2-core machine skew timings: record how busy it was.
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     load_start = os.getloadavg()
@@ -179,12 +183,23 @@ def driver_main(args, all_workloads=None, prefix="engine_bench"):
     results = []
     t_start = time.monotonic()
     for w in chosen:
-        per_engine = []
-        for e in engines:
-            r = run_worker(python_for[e], e, w, token_ids[w["name"]], args)
-            per_engine.append(r)
-            print(f"  {w['name']:<28} {e:<14} {r['status']:<14} "
-                  f"{r.get('wall_s', '-')} s", file=sys.stderr, flush=True)
+        # Rounds interleave the engines, so that a busy spell of the
+        # machine falls on all of them alike. Each round is a fresh
+        # process: a second compile in the same process would find the
+        # engines' per-tokenizer caches warm. Warm passes run in the
+        # first round only.
+        runs = {e: [] for e in engines}
+        for k in range(args.rounds):
+            for e in engines:
+                if k and runs[e][0]["status"] != "ok":
+                    continue  # a failure is the result; a timeout is not tried again
+                r = run_worker(python_for[e], e, w, token_ids[w["name"]], args,
+                               warm_passes=None if k == 0 else 0)
+                runs[e].append(r)
+                print(f"  {w['name']:<28} {e:<14} {r['status']:<14} "
+                      f"{r.get('wall_s', '-')} s" + (f"  (round {k + 1}/{args.rounds})" if args.rounds > 1 else ""),
+                      file=sys.stderr, flush=True)
+        per_engine = [report.merge_rounds(runs[e]) for e in engines]
         results.extend(per_engine)
         print(report.workload_table(w, len(token_ids[w["name"]]), per_engine), flush=True)
 
@@ -201,6 +216,7 @@ def driver_main(args, all_workloads=None, prefix="engine_bench"):
         created=stamp,
         tokenizer=args.tokenizer,
         warm_passes=args.warm_passes,
+        rounds=args.rounds,
         timeout_s=args.timeout,
         mem_gb=args.mem_gb,
         harness_s=round(elapsed, 1),
@@ -232,6 +248,10 @@ def arg_parser(doc=__doc__):
                    help="warm stats take each step's minimum over these passes")
     p.add_argument("--warm-budget", type=float, default=20.0,
                    help="seconds of warm passes after which no further pass starts")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="fresh worker processes per (engine, workload): compile time and each cold "
+                        "step's mask time are their medians (a shared machine's stalls fall in one "
+                        "round, not in the result)")
     p.add_argument("--out-dir", default=os.path.join(HERE, "results"))
     return p
 

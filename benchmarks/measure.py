@@ -84,8 +84,10 @@ def check_warm_against_cold(cold, warm):
 
 def run(Engine, workload, token_ids, tokenizer_path, warm_passes=1, warm_budget_s=20.0):
     """Everything for one (engine, workload); returns a JSON-able dict.
-    At least one warm pass always runs; more only while the warm passes have
-    taken under warm_budget_s, so a slow engine cannot run into its timeout."""
+    The first warm pass runs whenever warm_passes > 0 (0: the later rounds
+    of engine_bench.py, which measure cold only); more only while the warm
+    passes have taken under warm_budget_s, so a slow engine cannot run
+    into its timeout."""
     t0 = time.perf_counter_ns()
     eng = Engine(tokenizer_path)
     out = dict(engine=eng.name, workload=workload["name"],
