@@ -61,8 +61,9 @@ class GrammarCompiler:
         ``cancel`` lets another thread stop it (``CancelledError``). The GIL
         is released while compiling. The compile ends by computing the
         grammar's first mask into its cache (every matcher's first fill is
-        then a copy); that mask is bounded like any other, not by
-        ``timeout_s``.
+        then a copy), and the masks inside the triggers of a structural
+        tag's ``triggered_tags`` where the output starts in its free text;
+        those masks are bounded like any other, not by ``timeout_s``.
         """
         key = grammar._key
         while True:

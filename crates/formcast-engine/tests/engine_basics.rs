@@ -48,6 +48,40 @@ fn prepared_grammars_hold_their_first_mask() {
     assert_eq!(first, vec![4, 6]);
 }
 
+/// `prepare` also leaves in the cache the masks inside a text dispatch's
+/// triggers, from the start: after any text, a matcher inside a trigger
+/// finds its mask there (the grammar holds no more afterwards), the same
+/// as a grammar that computes it on demand; a state outside the triggers
+/// is computed and kept as before.
+#[test]
+fn prepared_grammars_hold_the_masks_inside_their_triggers() {
+    let toks = &["<eos>", "a", "b", "<", "<c", "c", "al", "l", "call", "x", "<ca", "{", "}", "ll{", "{}", "ab<"];
+    let v = vocab(toks, &[0], &[0]);
+    let body = Expr::Seq(vec![Expr::literal("{"), Expr::star(Expr::literal("a")), Expr::literal("}")]);
+    let g = rules(vec![(
+        "root",
+        Expr::TextDispatch { cases: vec![(b"<call".to_vec(), body)], excludes: vec![], repeat: true },
+    )]);
+    let (lazy, prepared) = (compile(&g, &v), compile(&g, &v));
+    prepared.prepare();
+    let held = prepared.memory_bytes();
+    let mut texts_in: Vec<&str> = Vec::new();
+    for text in ["ab<", "b<c", "a<ca", "<cal", "ab<call", "x<call{a"] {
+        let (mut m, mut l) = (Matcher::new(prepared.clone(), false, None).unwrap(), Matcher::new(lazy.clone(), false, None).unwrap());
+        assert!(m.accept_bytes(text.as_bytes()).unwrap() && l.accept_bytes(text.as_bytes()).unwrap(), "{text}");
+        assert_eq!(allowed(&mut m), allowed(&mut l), "{text}");
+        if prepared.memory_bytes() == held {
+            texts_in.push(text);
+        }
+    }
+    // The last text is inside the tag's body, past the trigger.
+    assert_eq!(texts_in, ["ab<", "b<c", "a<ca", "<cal", "ab<call"]);
+    // After "<" the mask allows the trigger's next bytes and free text alike.
+    let mut m = Matcher::new(prepared.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(b"ab<").unwrap());
+    assert!(allowed(&mut m).contains(&8) && allowed(&mut m).contains(&1));
+}
+
 #[test]
 fn literal_alternatives_and_stop() {
     let v = vocab(TOKS, &[0], &[0]);

@@ -356,6 +356,24 @@ impl Expr {
         }
     }
 
+    /// The triggers of the [`Expr::TextDispatch`]es in `self`, in order
+    /// (with repeats; rules referenced are not followed).
+    pub fn text_triggers<'e>(&'e self, out: &mut Vec<&'e [u8]>) {
+        match self {
+            Expr::TextDispatch { cases, .. } => {
+                for (trigger, body) in cases {
+                    out.push(trigger);
+                    body.text_triggers(out);
+                }
+            }
+            Expr::Seq(v) | Expr::Alt(v) => v.iter().for_each(|x| x.text_triggers(out)),
+            Expr::Repeat { expr, .. } | Expr::Avoiding { expr, .. } => expr.text_triggers(out),
+            Expr::TokenDispatch { cases, .. } => cases.iter().for_each(|(_, x)| x.text_triggers(out)),
+            Expr::WordsExcept(w) => [&w.exit, &w.other, &w.stop].into_iter().for_each(|x| x.text_triggers(out)),
+            _ => {}
+        }
+    }
+
     /// The rules `self` references, in order (with repeats).
     pub fn rule_refs(&self, out: &mut Vec<RuleId>) {
         match self {

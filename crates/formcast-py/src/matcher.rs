@@ -78,10 +78,11 @@ impl CompiledGrammar {
     }
 }
 
-/// Compiles `grammar` for `tokenizer`, then computes its first mask into
-/// its cache (`CompiledGrammar::prepare`). Releases the GIL; the compile
-/// stops with CompileTimeoutError after `timeout_s` seconds and with
-/// CancelledError when `cancel` is set (the first mask is bounded like any
+/// Compiles `grammar` for `tokenizer`, then computes its first mask, and
+/// the masks inside the triggers its start's free text scans for, into its
+/// cache (`CompiledGrammar::prepare`). Releases the GIL; the compile stops
+/// with CompileTimeoutError after `timeout_s` seconds and with
+/// CancelledError when `cancel` is set (those masks are bounded like any
 /// mask).
 #[pyfunction]
 #[pyo3(signature = (grammar, tokenizer, *, timeout_s=None, cancel=None, mask_cache_bytes=None))]
