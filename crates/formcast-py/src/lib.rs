@@ -80,10 +80,22 @@ fn prepare_numpy(py: Python<'_>) {
     let _ = a.readwrite();
 }
 
+/// The front-ends and the automaton builder bound their recursion with
+/// `stacker`, which finds a thread's stack limit on its first use there:
+/// on a process's main thread, glibc reads it from /proc/self/maps (a few
+/// hundred lines in a Python process, 0.4 M instructions and the kernel's
+/// printing of the file). Done at import, on the importing thread (the one
+/// that usually compiles), so that a process's first compile does not
+/// pay for it.
+fn prepare_stack_limit() {
+    let _ = stacker::remaining_stack();
+}
+
 #[pymodule]
 fn _engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tune_allocator();
     prepare_numpy(m.py());
+    prepare_stack_limit();
     errors::register(m)?;
     m.add_class::<tokenizer::TokenizerInfo>()?;
     m.add_class::<grammar::Grammar>()?;
