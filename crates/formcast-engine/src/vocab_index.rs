@@ -171,6 +171,13 @@ pub struct VocabIndex {
     pub sibling_text: Vec<u16>,
     pub text_run_end: Vec<u32>,
     pub text_run_chars: Vec<u16>,
+    /// The children of node `i` are `child_node[child_start[i]..child_start[i
+    /// + 1]]`, in order, with their bytes in `child_byte`: a walk from a
+    /// state that moves on a few of a node's many children finds those in
+    /// one contiguous read instead of stepping over every sibling's node.
+    pub child_start: Vec<u32>,
+    pub child_node: Vec<u32>,
+    pub child_byte: Vec<u8>,
     /// Per node: whether every path strictly below it is a prefix of
     /// well-formed UTF-8 (any characters, see [`utf8_next`]) read from a
     /// character boundary. With `below`, lets a walk accept at once a
@@ -506,6 +513,22 @@ impl VocabIndex {
                 (text_run_end[next], text_run_chars[next].max(sibling_text[i]))
             };
         }
+        let mut child_start = vec![0u32; nodes.len() + 1];
+        for &p in &parent[1..] {
+            child_start[p as usize + 1] += 1;
+        }
+        for i in 0..nodes.len() {
+            child_start[i + 1] += child_start[i];
+        }
+        let mut child_node = vec![0u32; nodes.len().saturating_sub(1)];
+        let mut child_byte = vec![0u8; nodes.len().saturating_sub(1)];
+        let mut fill = child_start.clone();
+        for c in 1..nodes.len() {
+            let k = &mut fill[parent[c] as usize];
+            child_node[*k as usize] = c as u32;
+            child_byte[*k as usize] = nodes[c].byte;
+            *k += 1;
+        }
         let index = VocabIndex {
             tokens: vocab.tokens.clone(),
             vocab_len,
@@ -528,6 +551,9 @@ impl VocabIndex {
             sibling_text,
             text_run_end,
             text_run_chars,
+            child_start,
+            child_node,
+            child_byte,
             utf8_below,
             free_text_all,
             free_text_covers: Default::default(),
@@ -760,6 +786,31 @@ impl VocabIndex {
 mod tests {
     use super::*;
     use formcast_tokenizer::VocabKind;
+
+    /// The child table lists each node's children as the trie's layout
+    /// has them: from the node's next position, sibling after sibling.
+    #[test]
+    fn child_table_lists_each_nodes_children_in_order() {
+        let toks: Vec<&[u8]> = vec![b"a", b"ab", b"abc", b"abd", b"ac", b"b", b"ba", b"\xc3\xa9", b"\xc3", b"zz", b"zzz", b"za"];
+        let v = VocabIndex::new(&vocab(&toks)).unwrap();
+        let mut listed = 0;
+        for i in 0..v.nodes.len() {
+            let mut chain = Vec::new();
+            let mut c = i + 1;
+            while c < v.nodes[i].end as usize {
+                chain.push(c as u32);
+                c = v.nodes[c].end as usize;
+            }
+            let (lo, hi) = (v.child_start[i] as usize, v.child_start[i + 1] as usize);
+            assert_eq!(v.child_node[lo..hi], chain[..], "node {i}");
+            for (k, &c) in (lo..hi).zip(&chain) {
+                assert_eq!(v.child_byte[k], v.nodes[c as usize].byte);
+            }
+            listed += chain.len();
+        }
+        assert_eq!(listed, v.nodes.len() - 1);
+        assert!(v.child_start[1] - v.child_start[0] >= 3);
+    }
 
     fn vocab(tokens: &[&[u8]]) -> Vocab {
         Vocab {

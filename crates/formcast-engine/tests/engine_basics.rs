@@ -82,6 +82,46 @@ fn prepared_grammars_hold_the_masks_inside_their_triggers() {
     assert!(allowed(&mut m).contains(&8) && allowed(&mut m).contains(&1));
 }
 
+/// Names after their first letters move on few of a trie node's many
+/// children: a walk that picks those from the index's child table (see
+/// `partition::live_children`) must take every token that a matcher
+/// takes, and no other. Checked token by token after each prefix.
+#[test]
+fn masks_among_many_siblings_equal_token_acceptance() {
+    let names = ["Berlin", "Biesdorf", "Blankenburg", "Britz", "Buch", "Buckow", "Adlershof", "Altglienicke"];
+    let mut toks: Vec<String> = vec!["<eos>".into(), "\"".into(), "\"B".into(), "\",".into()];
+    for first in ["", "B", "Be", "Bu", "Bl", "A", "Al"] {
+        for c in ('a'..='z').chain('A'..='Z').chain(['"', ',', ' ']) {
+            toks.push(format!("{first}{c}"));
+            toks.push(format!("{first}{c}\""));
+        }
+    }
+    toks.extend(["erlin", "rlin\"", "uckow\",", "ckow", "Buch\"", "ieS", "iesdorf", "Brit", "itz", "Adler", "shof"].map(String::from));
+    toks.sort();
+    toks.dedup();
+    let refs: Vec<&str> = toks.iter().map(|t| t.as_str()).collect();
+    let eos = refs.iter().position(|t| *t == "<eos>").unwrap() as u32;
+    let v = vocab(&refs, &[eos], &[eos]);
+    let g = rules(vec![(
+        "root",
+        Expr::Seq(vec![Expr::literal("\""), Expr::Alt(names.iter().map(|n| Expr::literal(n)).collect()), Expr::literal("\",")]),
+    )]);
+    let cg = compile(&g, &v);
+    for prefix in ["", "\"", "\"B", "\"Bu", "\"Buc", "\"Bl", "\"A", "\"Al", "\"Berli"] {
+        let mut m = Matcher::new(cg.clone(), false, None).unwrap();
+        assert!(m.accept_bytes(prefix.as_bytes()).unwrap(), "{prefix}");
+        let mask = allowed(&mut m);
+        for t in 0..refs.len() as u32 {
+            if t == eos {
+                continue;
+            }
+            let mut n = Matcher::new(cg.clone(), false, None).unwrap();
+            n.accept_bytes(prefix.as_bytes()).unwrap();
+            assert_eq!(mask.contains(&t), n.accept_token(t).unwrap(), "after {prefix:?}, token {:?}", refs[t as usize]);
+        }
+    }
+}
+
 #[test]
 fn literal_alternatives_and_stop() {
     let v = vocab(TOKS, &[0], &[0]);
