@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use formcast_grammar::Grammar;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::automaton::{build_automaton, Automaton, AutomatonLimits, StateId};
 use crate::error::EngineError;
@@ -128,12 +128,11 @@ impl CompiledGrammar {
         for rule in &grammar.rules {
             rule.body.text_triggers(&mut triggers);
         }
-        let mut trigger_texts: Vec<Vec<u8>> = Vec::new();
-        for t in triggers {
-            if !t.is_empty() && !trigger_texts.iter().any(|u| u == t) {
-                trigger_texts.push(t.to_vec());
-            }
-        }
+        // A style with one trigger per tool repeats it per tool: keep the
+        // first of each, in order (prepare computes the first few).
+        let mut seen: FxHashSet<&[u8]> = FxHashSet::default();
+        let trigger_texts: Vec<Vec<u8>> =
+            triggers.into_iter().filter(|t| !t.is_empty() && seen.insert(t)).map(<[u8]>::to_vec).collect();
         let n = automaton.n_states();
         let skips = SkipMemo::default();
         Ok(CompiledGrammar {

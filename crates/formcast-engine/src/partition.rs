@@ -2137,15 +2137,6 @@ fn walk_into(
             }
             continue;
         }
-        // A state that moves on some ASCII characters of text but not all
-        // (inside an enum's names, a key's next letters) takes no text
-        // subtree whole, and text does not die in it; with fewer than 64
-        // ASCII moves it is no free text either. Its skip's bytes are
-        // those of its first step, and a closed set's are among its moves
-        // (asked of large subtrees only). A subtree holding a byte outside
-        // them is walked into with no skip asked, where the skip is not
-        // known yet: it followed the state's chain to the end of a name,
-        // and a 100-name enum's first mask spent half its time there.
         if v.text_chars[i] != u16::MAX {
             // No character of text goes on from it (a name's closing
             // quote is all it takes): of a text subtree, only the node's
@@ -2169,6 +2160,15 @@ fn walk_into(
                 continue;
             }
         }
+        // A state that moves on some ASCII characters of text but not all
+        // (inside an enum's names, a key's next letters) takes no text
+        // subtree whole, and text does not die in it; with fewer than 64
+        // ASCII moves it is no free text either. Its skip's bytes are
+        // those of its first step, and a closed set's are among its moves
+        // (asked of large subtrees only). A subtree holding a byte outside
+        // them is walked into with no skip asked, where the skip is not
+        // known yet: it followed the state's chain to the end of a name,
+        // and a 100-name enum's first mask spent half its time there.
         let known = match last {
             Some((u, sk)) if u == t => Some(sk),
             _ => memo_now.skips.get(&t).copied(),
