@@ -31,13 +31,17 @@ for p in paths:
     # Quiet: the reserve is refilled (5 ms of quiet, then 32 MB touched,
     # about 20 ms on an idle machine). Wait until the process stops faulting
     # in pages rather than for a fixed time: on a loaded machine the refill
-    # can take longer than any fixed pause would allow.
+    # can take longer than any fixed pause would allow. Three still polls in
+    # a row: on a loaded machine the refilling thread can wait for a core
+    # longer than one poll.
     time.sleep(0.1)
     settled = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for _ in range(100):
+    still = 0
+    for _ in range(200):
         time.sleep(0.03)
         now = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        if now == settled:
+        still = still + 1 if now == settled else 0
+        if still == 3:
             break
         settled = now
     before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
