@@ -337,14 +337,20 @@ def test_text_refusing_a_character_masks_equal_token_acceptance(parts, schema, p
 # whole (``partition::text_closed`` with ``search_like``). A search whose
 # first states take every character but which dies further on (an ``x``
 # within the first four characters) is not closed, and none of its states
-# may be taken for closed.
+# may be taken for closed. A value that must match exactly one of several
+# unanchored words dies on a second match: its states take any text of up
+# to as many characters as the nearest second match needs, and no more
+# (``partition::text_bounded_run``; after "ab" of exactly one of "ab" and
+# "ba", a token "a" is taken and "aba" is not).
 SEARCH_SCHEMAS = [
     {"type": "string", "pattern": "integer|continuous"},
     {"type": "string", "pattern": "[a-z0-9_-]{40}"},
     {"type": "string", "pattern": "^dev|alpha|beta|rc|RC|stable$"},
     {"type": "string", "pattern": "^.{0,3}x[^q]"},
+    {"type": "string", "oneOf": [{"pattern": "customer"}, {"pattern": "maker"}, {"pattern": "admin"}]},
+    {"type": "string", "oneOf": [{"pattern": "ab"}, {"pattern": "ba"}]},
 ]
-SEARCH_PREFIXES = ['"', '"x', '"inte', '"integer', '"abc-def_', '"al', '"ab', '"abx']
+SEARCH_PREFIXES = ['"', '"x', '"inte', '"integer', '"abc-def_', '"al', '"ab', '"abx', '"b', '"customer', '"customer ad']
 
 
 @pytest.mark.parametrize("schema", range(len(SEARCH_SCHEMAS)))

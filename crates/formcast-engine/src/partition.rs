@@ -349,6 +349,11 @@ struct Skips {
     text_reps: FxHashMap<usize, Vec<u8>>,
     /// States that [`text_closed`] followed to no avail.
     not_closed: rustc_hash::FxHashSet<StateId>,
+    /// States from which [`text_closed`] found text leading out (not a
+    /// set too large): [`text_bounded_run`] is asked of these only.
+    leaks: rustc_hash::FxHashSet<StateId>,
+    /// States of a set that [`text_bounded_run`] followed past its bound.
+    not_bounded: rustc_hash::FxHashSet<StateId>,
     /// Per state: its free text's bytes, if any (see [`utf8_loop`]).
     utf8: FxHashMap<StateId, Option<[u64; 4]>>,
     /// The same, however few its ASCII bytes (see [`utf8_chars_loop`]).
@@ -989,6 +994,8 @@ fn text_of(a: &Automaton, t: StateId, sk: &mut Skip, cap: u32, m: &mut Skips) ->
             // this state reads it from there.
             let run = if closed {
                 (u32::MAX, false)
+            } else if let Some(run) = (m.leaks.contains(&t) && search_like(a, t, m)).then(|| text_bounded_run(a, t, m)).flatten() {
+                run
             } else {
                 let reps = text_reps(a, t, m).to_vec();
                 (0, text_dead(a, t, &reps))
@@ -1251,17 +1258,18 @@ fn text_successor(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
 /// once), when every byte of the way is an interior state; `false`
 /// otherwise (`reps` as in [`text_successor`]).
 fn text_successors(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>) -> bool {
-    text_successors_ending(a, u, reps, out, true)
+    text_successors_ending(a, u, reps, out, true, &mut 0)
 }
 
 /// [`text_successors`], where the state a character ends on must be
 /// interior only when `end_interior` (else only live: it may finish or
 /// call, see [`text_exit_of`]); bytes inside a character always pass
-/// interior states.
-fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>, end_interior: bool) -> bool {
+/// interior states. Adds the bytes it steps to `work`.
+fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>, end_interior: bool, work: &mut usize) -> bool {
     // (state, decoder state) pairs inside a character.
     let mut inside: Vec<(StateId, u8)> = Vec::new();
-    let step = |w: StateId, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
+    let mut step = |w: StateId, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
+        *work += 1;
         let r2 = text_next(r, b);
         if r2 == TEXT_DEAD {
             return true;
@@ -1393,6 +1401,7 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
             // closed either (each was followed anew, most of a think
             // block's first mask: the states inside `</think` each found
             // the same way out).
+            memo.leaks.insert(u);
             let mut j = k - 1;
             loop {
                 memo.not_closed.insert(set[j]);
@@ -1428,6 +1437,146 @@ fn text_closed(a: &Automaton, u: StateId, memo: &mut Skips) -> bool {
         }
     }
     closed
+}
+
+/// Most states [`text_bounded_run`] follows.
+const TEXT_BOUNDED_MAX: usize = 256;
+
+/// Most bytes [`text_bounded_run`] steps its members on: a set whose
+/// characters go through many states inside a character (a pattern of
+/// `\s` and `\S`, whose Unicode classes split the continuation bytes)
+/// steps each member on thousands, and following it cost more than it
+/// saved (maskbench's o27348: 68,000 bytes, 14 M instructions).
+const TEXT_BOUNDED_WORK: usize = 24_000;
+
+/// How many characters of any text lead `t` through interior states, where
+/// its characters lead to several states and some text leads out (a value
+/// that must match exactly one of several unanchored patterns dies on a
+/// second match; a word search's set is not closed then): the distance, in
+/// characters, from `t` to the nearest state of the set that some
+/// character leads out of. The set that text leads `t` to (at most
+/// [`TEXT_BOUNDED_MAX`] states) is followed once, and every member's run
+/// is memoized with it: a member that text leads out of has none, any
+/// other one more than the least of its successors' (shortest paths back
+/// from the members that lead out; a state whose run is known already
+/// counts as it is, a member past the bound as none, and a member from
+/// which no text leads out is closed). `None` where `t` itself leads out.
+///
+/// Why: such a string's first partition walked every node of the trie
+/// (maskbench's o65510, oneOf five unanchored words: 52 M instructions,
+/// 7 ms), while a second match needs ten characters, more than most
+/// tokens hold.
+fn text_bounded_run(a: &Automaton, t: StateId, m: &mut Skips) -> Option<(u32, bool)> {
+    if m.not_bounded.contains(&t) {
+        return None;
+    }
+    let mut states = vec![t];
+    let mut index: FxHashMap<StateId, u32> = FxHashMap::default();
+    index.insert(t, 0);
+    // Per member: its successors (indexes), and its run where known.
+    let mut succ: Vec<Vec<u32>> = Vec::new();
+    let mut run: Vec<u32> = Vec::new();
+    let mut dead: Vec<bool> = Vec::new();
+    let mut out = Vec::new();
+    let mut overflow = false;
+    let mut work = 0usize;
+    let mut k = 0;
+    while k < states.len() {
+        let w = states[k];
+        k += 1;
+        succ.push(Vec::new());
+        dead.push(false);
+        if k > 1 {
+            if let Some(&(r, d)) = m.texts.get(&w) {
+                run.push(r);
+                dead[k - 1] = d;
+                continue;
+            }
+        }
+        if work > TEXT_BOUNDED_WORK {
+            // A set whose characters go through many states (Unicode
+            // classes): none of its members is followed again.
+            m.not_bounded.extend(states.iter().copied());
+            return None;
+        }
+        let reps = text_reps(a, w, m).to_vec();
+        out.clear();
+        if !text_successors_ending(a, w, &reps, &mut out, true, &mut work) || out.is_empty() {
+            if k == 1 {
+                return None;
+            }
+            run.push(0);
+            dead[k - 1] = text_dead(a, w, &reps);
+            continue;
+        }
+        let mut inside = true;
+        let mut next = Vec::with_capacity(out.len());
+        for &x in &out {
+            let j = match index.get(&x) {
+                Some(&j) => j,
+                None if states.len() < TEXT_BOUNDED_MAX => {
+                    index.insert(x, states.len() as u32);
+                    states.push(x);
+                    states.len() as u32 - 1
+                }
+                None => {
+                    inside = false;
+                    break;
+                }
+            };
+            next.push(j);
+        }
+        // A member with a successor past the bound counts as having no run.
+        overflow |= !inside;
+        run.push(if inside { u32::MAX } else { 0 });
+        if inside {
+            succ[k - 1] = next;
+        }
+    }
+    // Shortest paths back from the members whose runs are known.
+    let n = states.len();
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (i, next) in succ.iter().enumerate() {
+        for &j in next {
+            preds[j as usize].push(i as u32);
+        }
+    }
+    let mut fixed = vec![false; n];
+    let mut heap: std::collections::BinaryHeap<std::cmp::Reverse<(u32, u32)>> =
+        (0..n).filter(|&i| run[i] != u32::MAX).map(|i| std::cmp::Reverse((run[i], i as u32))).collect();
+    while let Some(std::cmp::Reverse((r, i))) = heap.pop() {
+        if std::mem::replace(&mut fixed[i as usize], true) {
+            continue;
+        }
+        let up = (r + 1).min(TEXT_UNKNOWN - 1);
+        for &p in &preds[i as usize] {
+            let p = p as usize;
+            if !fixed[p] && succ[p].len() > 0 && up < run[p] {
+                run[p] = up;
+                heap.push(std::cmp::Reverse((up, p as u32)));
+            }
+        }
+    }
+    // Whether every character past a member's run dies, as [`text_run`]
+    // has it for a chain (the tokens of a text subtree are then counted):
+    // where it leads out, whether every character dies; else whether
+    // every successor's run is one less and dies past it.
+    let mut order: Vec<usize> = (0..n).filter(|&i| !succ[i].is_empty() && run[i] != u32::MAX).collect();
+    order.sort_unstable_by_key(|&i| run[i]);
+    for i in order {
+        dead[i] = succ[i].iter().all(|&j| run[j as usize].checked_add(1) == Some(run[i]) && dead[j as usize]);
+    }
+    // Past the bound, the members' runs are lower bounds: only `t`'s is
+    // kept, and the others are not followed again (each would follow
+    // most of the same set).
+    for (i, &w) in states.iter().enumerate() {
+        if i == 0 || !overflow {
+            m.texts.entry(w).or_insert((run[i], dead[i]));
+        } else {
+            m.not_bounded.insert(w);
+        }
+    }
+    Some((run[0], dead[0]))
 }
 
 /// Which characters of text [`text_closed`] follows from a member.
@@ -1584,7 +1733,7 @@ fn text_end(a: &Automaton, t: StateId, cap: u32, m: &mut Skips) -> TextEnd {
 /// call), if every character leads somewhere and all to the same state.
 fn text_exit_of(a: &Automaton, u: StateId, reps: &[u8]) -> Option<StateId> {
     let mut out = Vec::new();
-    (text_successors_ending(a, u, reps, &mut out, false) && out.len() == 1).then(|| out[0])
+    (text_successors_ending(a, u, reps, &mut out, false, &mut 0) && out.len() == 1).then(|| out[0])
 }
 
 /// Accepts the tokens below trie node `i` that start at most `run`
@@ -1829,7 +1978,10 @@ fn start_of(a: &Automaton, v: &VocabIndex, s: StateId, m: &mut Skips) -> Start {
         let run = text_of(a, s, &mut sk, v.max_token_len as u32, m);
         // Only where the walk would keep a bitset anyway: fewer tokens are
         // cheaper as a list (the last characters of a bounded string).
-        if run > 0 && v.text_up_to_len(run) >= v.logits_size.div_ceil(32) {
+        // Free text whose run is bounded (a search that dies on a second
+        // match, see [`text_bounded_run`]) starts from its own cover,
+        // which takes what the run does not.
+        if run > 0 && v.text_up_to_len(run) >= v.logits_size.div_ceil(32) && (free.is_none() || run == u32::MAX) {
             return Start::Text { run, dead: sk.text_dead };
         }
     }
