@@ -1551,7 +1551,7 @@ fn text_bounded_run(a: &Automaton, t: StateId, m: &mut Skips) -> Option<(u32, bo
         let up = (r + 1).min(TEXT_UNKNOWN - 1);
         for &p in &preds[i as usize] {
             let p = p as usize;
-            if !fixed[p] && succ[p].len() > 0 && up < run[p] {
+            if !fixed[p] && !succ[p].is_empty() && up < run[p] {
                 run[p] = up;
                 heap.push(std::cmp::Reverse((up, p as u32)));
             }

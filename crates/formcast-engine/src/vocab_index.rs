@@ -171,10 +171,11 @@ pub struct VocabIndex {
     pub sibling_text: Vec<u16>,
     pub text_run_end: Vec<u32>,
     pub text_run_chars: Vec<u16>,
-    /// The children of node `i` are `child_node[child_start[i]..child_start[i
-    /// + 1]]`, in order, with their bytes in `child_byte`: a walk from a
-    /// state that moves on a few of a node's many children finds those in
-    /// one contiguous read instead of stepping over every sibling's node.
+    /// The children of node `i`, in order, are
+    /// `child_node[child_start[i]..child_start[i + 1]]`, with their bytes
+    /// in `child_byte`: a walk from a state that moves on a few of a
+    /// node's many children finds those in one contiguous read instead of
+    /// stepping over every sibling's node.
     pub child_start: Vec<u32>,
     pub child_node: Vec<u32>,
     pub child_byte: Vec<u8>,
