@@ -628,7 +628,10 @@ impl VocabIndex {
         }
         let mut tokens = self.free_text_all.tokens.clone();
         let mut whole = self.free_text_all.whole;
-        // Every node of an excluded byte: its subtree's tokens hold it.
+        // Every node of an excluded byte: its subtree's tokens hold it. A
+        // subtree with none below is passed over whole (a set excluding
+        // `/` visited each of the trie's nodes: 4 M instructions, about
+        // 1 ms of the first mask that needed it).
         let mut first = 0u8;
         let mut i = 1usize;
         let mut root_end = 0usize;
@@ -641,6 +644,8 @@ impl VocabIndex {
             if has_byte(&excluded, node.byte) {
                 clear_all(&mut tokens, self.subtree_tokens(i));
                 whole[first as usize / 64] &= !(1 << (first % 64));
+                i = node.end as usize;
+            } else if (0..4).all(|k| self.below[i][k] & excluded[k] == 0) {
                 i = node.end as usize;
             } else {
                 i += 1;
