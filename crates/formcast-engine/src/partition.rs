@@ -1486,12 +1486,10 @@ fn text_bounded_run(a: &Automaton, t: StateId, m: &mut Skips) -> Option<(u32, bo
         k += 1;
         succ.push(Vec::new());
         dead.push(false);
-        if k > 1 {
-            if let Some(&(r, d)) = m.texts.get(&w) {
-                run.push(r);
-                dead[k - 1] = d;
-                continue;
-            }
+        if let Some(&(r, d)) = m.texts.get(&w) {
+            run.push(r);
+            dead[k - 1] = d;
+            continue;
         }
         if work > TEXT_BOUNDED_WORK {
             // A set whose characters go through many states (Unicode
@@ -1509,7 +1507,7 @@ fn text_bounded_run(a: &Automaton, t: StateId, m: &mut Skips) -> Option<(u32, bo
             dead[k - 1] = text_dead(a, w, &reps);
             continue;
         }
-        let mut inside = true;
+        let mut within = true;
         let mut next = Vec::with_capacity(out.len());
         for &x in &out {
             let j = match index.get(&x) {
@@ -1520,16 +1518,16 @@ fn text_bounded_run(a: &Automaton, t: StateId, m: &mut Skips) -> Option<(u32, bo
                     states.len() as u32 - 1
                 }
                 None => {
-                    inside = false;
+                    within = false;
                     break;
                 }
             };
             next.push(j);
         }
         // A member with a successor past the bound counts as having no run.
-        overflow |= !inside;
-        run.push(if inside { u32::MAX } else { 0 });
-        if inside {
+        overflow |= !within;
+        run.push(if within { u32::MAX } else { 0 });
+        if within {
             succ[k - 1] = next;
         }
     }

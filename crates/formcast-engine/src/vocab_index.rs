@@ -645,7 +645,7 @@ impl VocabIndex {
                 clear_all(&mut tokens, self.subtree_tokens(i));
                 whole[first as usize / 64] &= !(1 << (first % 64));
                 i = node.end as usize;
-            } else if (0..4).all(|k| self.below[i][k] & excluded[k] == 0) {
+            } else if self.below_none_of(i, &excluded) {
                 i = node.end as usize;
             } else {
                 i += 1;
@@ -764,12 +764,18 @@ impl VocabIndex {
         (0..4).all(|k| self.below[i][k] & !bytes[k] == 0)
     }
 
+    /// Whether no byte strictly below trie node `i` is in `bytes`.
+    #[inline]
+    pub fn below_none_of(&self, i: usize, bytes: &[u64; 4]) -> bool {
+        (0..4).all(|k| self.below[i][k] & bytes[k] == 0)
+    }
+
     /// Whether every path strictly below trie node `i` is free text that
     /// holds none of the bytes `excluded`: well-formed UTF-8 from a
     /// character boundary ([`VocabIndex::utf8_below`]) without them.
     #[inline]
     pub fn free_text_below(&self, i: usize, excluded: &[u64; 4]) -> bool {
-        self.utf8_below[i] && (0..4).all(|k| self.below[i][k] & excluded[k] == 0)
+        self.utf8_below[i] && self.below_none_of(i, excluded)
     }
 
     /// All tokens in the subtree of node `i` (itself included).
