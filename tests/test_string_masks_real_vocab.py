@@ -287,8 +287,20 @@ CLASS_SCHEMAS = [
     {"type": "string", "pattern": "^[a-z0-9-]+$"},
     {"type": "string", "pattern": "^[a-z0-9_-]{2,}$"},
     {"type": "object", "properties": {"n": {"type": "string", "pattern": "^[a-zA-Z0-9._~]+@x$"}}, "required": ["n"], "additionalProperties": False},
+    # A walk jumps the skeleton's subtrees whose tokens leave the class only
+    # by bytes that no state of the class's paths goes on by
+    # (``partition::class_leaves``): here by `.` as well as `"`, ...
+    {"type": "string", "pattern": "^[a-z0-9-]+(\\.[a-z0-9-]+)*$"},
+    # ... by `"` only from the third character on, ...
+    {"type": "string", "pattern": "^[a-z0-9-]{3,}$"},
+    # ... through more states than it follows (it then jumps nothing), ...
+    {"type": "string", "pattern": "^[a-z0-9-]{70,}$"},
+    # ... and by any byte of the string but a hex digit, after the hex
+    # digits of a `\u` escape.
+    {"type": "string"},
 ]
-CLASS_PREFIXES = ['"', '"d', '"ber', '"ab-9', '{"n": "', '{"n": "Ab.c', '{"n": "a@']
+CLASS_PREFIXES = ['"', '"d', '"ber', '"ab-9', '"ab.c', '"a\\u', '"a\\u0', '"a\\u00e',
+                  '{"n": "', '{"n": "Ab.c', '{"n": "a@']
 
 
 @pytest.mark.parametrize("schema", range(len(CLASS_SCHEMAS)))

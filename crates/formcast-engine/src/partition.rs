@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 use crate::automaton::{flags, Automaton, StateId, DEAD};
 use crate::bitset::{has_byte, Bitset};
 use crate::mask::StoredMask;
-use crate::vocab_index::{text_next, utf8_next, SkeletonNode, VocabIndex, TEXT_DEAD};
+use crate::vocab_index::{text_next, utf8_next, SkeletonExits, SkeletonNode, VocabIndex, TEXT_DEAD};
 
 /// The vocabulary as seen from one DFA state, ignoring the parser stack.
 ///
@@ -2006,7 +2006,11 @@ fn walk(a: &Automaton, v: &VocabIndex, s: StateId, exit_id: impl Fn(StateId) -> 
     if let Some(cover) = &cover {
         accept.bits = Some(cover.tokens.clone());
         if let Some(skeleton) = &cover.skeleton {
-            let frontier = walk_cover(a, v, s, &exit_id, &mut m, skeleton, &mut accept);
+            let leaves = match start {
+                Start::Class(class) if !cover.exits.is_empty() => class_leaves(a, s, class).map(|y| (&cover.exits[..], y)),
+                _ => None,
+            };
+            let frontier = walk_cover(a, v, s, &exit_id, &mut m, skeleton, leaves, &mut accept);
             memo.give_back(m);
             return (accept.into_stored(), frontier);
         }
@@ -2076,12 +2080,51 @@ const CLASS_PREBUILD_MAX_STATES: usize = 4096;
 const CLASS_PREBUILD_MAX_BYTES: u32 = 40;
 const CLASS_PREBUILD_MAX: usize = 2;
 
+/// Most states a class's paths from a state may lead to for
+/// [`class_leaves`] to follow them all (a counted repetition of the class,
+/// `{1,63}`, has one per count).
+const CLASS_LEAVES_MAX_STATES: usize = 64;
+
+/// The bytes outside `class` by which the strings of the class from `s`
+/// can go on without dying: those of every state that such a string
+/// leads to (None past [`CLASS_LEAVES_MAX_STATES`] of them). A class
+/// cover's skeleton subtree whose tokens leave the class by none of them
+/// holds nothing for `s` (see [`SkeletonExits`]).
+fn class_leaves(a: &Automaton, s: StateId, class: [u64; 2]) -> Option<[u64; 4]> {
+    let class = [class[0], class[1], 0, 0];
+    let mut leaves = [0u64; 4];
+    let mut seen: smallvec::SmallVec<[StateId; 8]> = smallvec::smallvec![s];
+    let mut k = 0;
+    while k < seen.len() {
+        let q = seen[k];
+        k += 1;
+        for (t, bits) in a.state_moves(q).by_window() {
+            if t == DEAD {
+                continue;
+            }
+            for w in 0..4 {
+                leaves[w] |= bits[w] & !class[w];
+            }
+            if (0..4).any(|w| bits[w] & class[w] != 0) && !seen.contains(&t) {
+                if seen.len() == CLASS_LEAVES_MAX_STATES {
+                    return None;
+                }
+                seen.push(t);
+            }
+        }
+    }
+    Some(leaves)
+}
+
 /// The walk from a state `s` that takes each token of a cover through
 /// interior states (free text, see [`utf8_loop`]; a loop on a class of
 /// bytes, see [`VocabIndex::class_cover`]), the cover's tokens in
 /// `accept`: no subtree off the cover's `skeleton` holds a token or a
 /// frontier node left to find. The skeleton's nodes are followed; one that
-/// holds no token of the cover is walked whole ([`walk_into`]).
+/// holds no token of the cover is walked whole ([`walk_into`]). With
+/// `leaves` (a class cover's exits and [`class_leaves`] of `s`), a node
+/// whose paths leave the class by none of the bytes `s`'s do is jumped.
+#[allow(clippy::too_many_arguments)]
 fn walk_cover(
     a: &Automaton,
     v: &VocabIndex,
@@ -2089,6 +2132,7 @@ fn walk_cover(
     exit_id: &impl Fn(StateId) -> u32,
     memo_now: &mut Skips,
     skeleton: &[SkeletonNode],
+    leaves: Option<(&[SkeletonExits], [u64; 4])>,
     accept: &mut Accepted,
 ) -> Vec<(u32, u32)> {
     let mut frontier = Vec::new();
@@ -2096,6 +2140,13 @@ fn walk_cover(
     let mut stack: Vec<(u32, StateId)> = vec![(u32::MAX, s)];
     let mut k = 0;
     while k < skeleton.len() {
+        if let Some((exits, bytes)) = leaves {
+            let e = &exits[k];
+            if (0..4).all(|w| e.bytes[w] & bytes[w] == 0) {
+                k = e.end as usize;
+                continue;
+            }
+        }
         let SkeletonNode { id: n, node, whole } = skeleton[k];
         k += 1;
         while n >= stack.last().unwrap().0 {
