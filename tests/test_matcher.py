@@ -180,6 +180,24 @@ def test_compiling_computes_the_first_mask(smollm2, hf_tokenizer):
     assert first[brace] and not first[x]
 
 
+def test_builtin_json_compiles_the_masks_at_an_objects_first_key_and_values(smollm2):
+    # Nearly every json_object answer passes an object's first key, its
+    # first value and a value after a comma: the compile computes those
+    # masks, whatever the keys and values before; a nested object's are
+    # computed on demand.
+    compiled = fc.GrammarCompiler(smollm2).compile_builtin_json()
+    held = compiled.memory_bytes
+    for text in ['{"', '{ "city" :', '{"city":"Paris", "n": 2,"ok":']:
+        matcher = fc.GrammarMatcher(compiled)
+        assert matcher.accept_string(text)
+        allowed_ids(matcher, smollm2)
+        assert compiled.memory_bytes == held, text
+    matcher = fc.GrammarMatcher(compiled)
+    assert matcher.accept_string('{"a": {"b": ')
+    allowed_ids(matcher, smollm2)
+    assert compiled.memory_bytes > held
+
+
 def test_apply_token_bitmask_inplace_numpy():
     bm = np.zeros((2, 2), dtype=np.int32)
     bm[0, 0] = 0b101

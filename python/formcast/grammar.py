@@ -284,7 +284,11 @@ class Grammar:
 
     @classmethod
     def builtin_json(cls) -> "Grammar":
-        """Any JSON value (RFC 8259)."""
+        """Any JSON value (RFC 8259).
+
+        Its compile also computes the masks at an object's first key, its
+        first value and a value after a comma, which nearly every answer
+        meets (about 0.3 ms of compile on Llama-3's vocabulary)."""
         return cls(_engine.Grammar.builtin_json(), ("builtin_json",))
 
     @property

@@ -31,11 +31,17 @@ pub struct CompileOptions {
     pub automaton: AutomatonLimits,
     /// Byte budget of the per-grammar mask cache.
     pub mask_cache_bytes: usize,
+    /// Texts from the grammar's start after which [`CompiledGrammar::prepare`]
+    /// computes the mask, each a place that nearly every document of the
+    /// grammar passes (the built-in JSON grammar's first key and values,
+    /// see `formcast_grammar::json::BUILTIN_JSON_PREPARED`). A text the
+    /// start does not take is passed over.
+    pub prepare_texts: Vec<Vec<u8>>,
 }
 
 impl Default for CompileOptions {
     fn default() -> Self {
-        CompileOptions { automaton: AutomatonLimits::default(), mask_cache_bytes: 64 << 20 }
+        CompileOptions { automaton: AutomatonLimits::default(), mask_cache_bytes: 64 << 20, prepare_texts: Vec::new() }
     }
 }
 
@@ -77,6 +83,8 @@ pub struct CompiledGrammar {
     /// The triggers of the grammar's text dispatches (structural tags'
     /// `triggered_tags`), whose prefixes' masks [`Self::prepare`] computes.
     trigger_texts: Vec<Vec<u8>>,
+    /// [`CompileOptions::prepare_texts`], whose masks [`Self::prepare`] computes.
+    prepare_texts: Vec<Vec<u8>>,
 }
 
 /// Most masks inside triggers that [`CompiledGrammar::prepare`] computes
@@ -146,6 +154,7 @@ impl CompiledGrammar {
             known_loops: Default::default(),
             known_skeletons: Default::default(),
             trigger_texts,
+            prepare_texts: opts.prepare_texts.clone(),
         })
     }
 
@@ -189,6 +198,8 @@ impl CompiledGrammar {
     /// meets; those were a tool-calling document's slowest masks after the
     /// first (60–130 µs each on Llama-3: free text, and the trigger's
     /// walk into the tag's body).
+    ///
+    /// Last, the masks after each of [`CompileOptions::prepare_texts`].
     pub fn prepare(self: &Arc<Self>) {
         self.build_class_covers_in_background();
         let mut row = vec![0u32; self.vocab.mask_words()];
@@ -196,6 +207,25 @@ impl CompiledGrammar {
             let _ = m.fill_next_token_bitmask(&mut row);
         }
         self.prepare_trigger_masks(&mut row);
+        self.prepare_text_masks(&mut row);
+    }
+
+    /// The mask after each of [`CompileOptions::prepare_texts`], taken from
+    /// the start as one string.
+    fn prepare_text_masks(self: &Arc<Self>, row: &mut [u32]) {
+        if self.prepare_texts.is_empty() {
+            return;
+        }
+        let Ok(mut m) = crate::matcher::Matcher::new(self.clone(), false, Some(1)) else { return };
+        for text in &self.prepare_texts {
+            if !matches!(m.accept_bytes(text), Ok(true)) {
+                continue;
+            }
+            let filled = m.fill_next_token_bitmask(row);
+            if m.rollback(1).is_err() || filled.is_err() {
+                return;
+            }
+        }
     }
 
     /// The masks after each prefix of each trigger, taken from the start

@@ -82,6 +82,35 @@ fn prepared_grammars_hold_the_masks_inside_their_triggers() {
     assert!(allowed(&mut m).contains(&8) && allowed(&mut m).contains(&1));
 }
 
+/// The built-in JSON grammar's prepared texts: a compile holds the masks
+/// at an object's first key, its first value and a value after a comma,
+/// whatever the key and the value before; each equals the mask computed on
+/// demand. A text the start does not take is passed over.
+#[test]
+fn prepared_texts_hold_their_masks_for_any_key_and_value() {
+    let toks = &["<eos>", "{", "{\"", "\"", "a", "b", "key", "\":", "1", "12", ",", ",\"", "}", "[", "]", "true", " ", "\":{\""];
+    let v = vocab(toks, &[0], &[0]);
+    let g = formcast_grammar::json::builtin_json_grammar();
+    let lazy = compile(&g, &v);
+    let mut opts = CompileOptions::default();
+    opts.prepare_texts = formcast_grammar::json::BUILTIN_JSON_PREPARED.iter().map(|t| t.as_bytes().to_vec()).collect();
+    opts.prepare_texts.push(b"]".to_vec());
+    let prepared = Arc::new(CompiledGrammar::compile(&g, v.clone(), &opts, &Budget::unlimited()).unwrap());
+    prepared.prepare();
+    let held = prepared.memory_bytes();
+    for text in ["{\"", "{\"key\":", "{\"b\":true,\"a\":", "{\"a\":[1],\"key\":", "{\"a\":12,\"b\":1,\"b\":"] {
+        let (mut m, mut l) = (Matcher::new(prepared.clone(), false, None).unwrap(), Matcher::new(lazy.clone(), false, None).unwrap());
+        assert!(m.accept_bytes(text.as_bytes()).unwrap() && l.accept_bytes(text.as_bytes()).unwrap(), "{text}");
+        assert_eq!(allowed(&mut m), allowed(&mut l), "{text}");
+        assert_eq!(prepared.memory_bytes(), held, "{text}: not prepared");
+    }
+    // Inside a nested object the parser's state differs: not prepared.
+    let mut m = Matcher::new(prepared.clone(), false, None).unwrap();
+    assert!(m.accept_bytes(b"{\"a\":{\"b\":").unwrap());
+    allowed(&mut m);
+    assert!(prepared.memory_bytes() > held);
+}
+
 /// Names after their first letters move on few of a trie node's many
 /// children: a walk that picks those from the index's child table (see
 /// `partition::live_children`) must take every token that a matcher

@@ -80,7 +80,12 @@ fn main() {
                 job["schema_text"].as_str().and_then(|text| json_schema_str_to_grammar(text, &opts).ok()).map(|(g, _)| g)
             };
             let Some(g) = grammar else { continue };
-            let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &CompileOptions::default(), &Budget::unlimited()) else { continue };
+            let mut opts = CompileOptions::default();
+            if job["builtin_json"].as_bool() == Some(true) {
+                // As the extension's `Grammar.builtin_json()` asks.
+                opts.prepare_texts = formcast_grammar::json::BUILTIN_JSON_PREPARED.iter().map(|t| t.as_bytes().to_vec()).collect();
+            }
+            let Ok(cg) = CompiledGrammar::compile(&g, index.clone(), &opts, &Budget::unlimited()) else { continue };
             let cg = Arc::new(cg);
             // As the Python extension's compile does.
             cg.prepare();

@@ -12,6 +12,16 @@ use crate::guard;
 #[pyclass(frozen, module = "formcast._engine")]
 pub struct Grammar {
     pub(crate) inner: Arc<fg::Grammar>,
+    /// Texts after which a compile computes the mask ahead (the engine's
+    /// `CompileOptions::prepare_texts`): the built-in JSON grammar's.
+    pub(crate) prepare_texts: &'static [&'static str],
+}
+
+impl Grammar {
+    /// `inner`, with no masks computed ahead but those every compile does.
+    pub(crate) fn of(inner: fg::Grammar) -> Self {
+        Grammar { inner: Arc::new(inner), prepare_texts: &[] }
+    }
 }
 
 #[pymethods]
@@ -20,7 +30,7 @@ impl Grammar {
     #[staticmethod]
     #[pyo3(signature = (text, root="root"))]
     fn from_ebnf(text: &str, root: &str) -> PyResult<Self> {
-        guard(|| Ok(Grammar { inner: Arc::new(fg::parse_ebnf(text, root).map_err(grammar_err)?) }))
+        guard(|| Ok(Grammar::of(fg::parse_ebnf(text, root).map_err(grammar_err)?)))
     }
 
     /// A grammar matching exactly the full matches of a regular expression
@@ -30,7 +40,7 @@ impl Grammar {
     #[pyo3(signature = (pattern, dialect="rust"))]
     fn from_regex(pattern: &str, dialect: &str) -> PyResult<Self> {
         let d = regex_dialect(dialect)?;
-        guard(|| Ok(Grammar { inner: Arc::new(fg::regex::regex_grammar_in(pattern, d).map_err(grammar_err)?) }))
+        guard(|| Ok(Grammar::of(fg::regex::regex_grammar_in(pattern, d).map_err(grammar_err)?)))
     }
 
     /// The language of `pattern` (in `dialect`) as a flag-free Python `re`
@@ -49,7 +59,7 @@ impl Grammar {
     /// The built-in grammar for any JSON value.
     #[staticmethod]
     fn builtin_json() -> PyResult<Self> {
-        guard(|| Ok(Grammar { inner: Arc::new(fg::json::builtin_json_grammar()) }))
+        guard(|| Ok(Grammar { inner: Arc::new(fg::json::builtin_json_grammar()), prepare_texts: &fg::json::BUILTIN_JSON_PREPARED }))
     }
 
     /// Names of the rules, the start rule first.

@@ -1,7 +1,5 @@
 //! `grammar_from_lark`: Lark text (llguidance's dialect) to a `Grammar`.
 
-use std::sync::Arc;
-
 use formcast_lark as fl;
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -74,6 +72,6 @@ pub fn grammar_from_lark(
             fl::parse_lark(&text, &opts)
         });
         let g = out.map_err(|e| lark_err(py, e))?;
-        Ok((Grammar { inner: Arc::new(g.grammar) }, g.warnings))
+        Ok((Grammar::of(g.grammar), g.warnings))
     })
 }

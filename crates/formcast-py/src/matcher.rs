@@ -78,9 +78,10 @@ impl CompiledGrammar {
     }
 }
 
-/// Compiles `grammar` for `tokenizer`, then computes its first mask, and
-/// the masks inside the triggers its start's free text scans for, into its
-/// cache (`CompiledGrammar::prepare`). Releases the GIL; the compile stops
+/// Compiles `grammar` for `tokenizer`, then computes its first mask, the
+/// masks inside the triggers its start's free text scans for, and (for the
+/// built-in JSON grammar) the masks at an object's first key and values,
+/// into its cache (`CompiledGrammar::prepare`). Releases the GIL; the compile stops
 /// with CompileTimeoutError after `timeout_s` seconds and with
 /// CancelledError when `cancel` is set (those masks are bounded like any
 /// mask).
@@ -107,6 +108,7 @@ pub fn compile_grammar(
         if let Some(b) = mask_cache_bytes {
             opts.mask_cache_bytes = b;
         }
+        opts.prepare_texts = grammar.prepare_texts.iter().map(|t| t.as_bytes().to_vec()).collect();
         let g = grammar.inner.clone();
         let index = tokenizer.index.clone();
         let inner = py

@@ -1,7 +1,5 @@
 //! `grammar_from_json_schema`: JSON Schema text to a `Grammar`.
 
-use std::sync::Arc;
-
 use formcast_jsonschema as fj;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -67,6 +65,6 @@ pub fn grammar_from_json_schema(
                 fj::json_schema_str_to_grammar(&text, &opts)
             })
             .map_err(schema_err)?;
-        Ok((Grammar { inner: Arc::new(g) }, warnings.iter().map(|w| w.to_string()).collect()))
+        Ok((Grammar::of(g), warnings.iter().map(|w| w.to_string()).collect()))
     })
 }

@@ -1,7 +1,5 @@
 //! `grammar_from_structural_tag`: structural-tag JSON text to a `Grammar`.
 
-use std::sync::Arc;
-
 use formcast_structural as fs;
 use pyo3::prelude::*;
 
@@ -55,6 +53,6 @@ pub fn grammar_from_structural_tag(
             fs::compile_str(&text, resolve, &opts)
         });
         let c = out.map_err(|e| structural_err(py, e))?;
-        Ok((Grammar { inner: Arc::new(c.grammar) }, c.warnings))
+        Ok((Grammar::of(c.grammar), c.warnings))
     })
 }
