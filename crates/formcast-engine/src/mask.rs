@@ -62,10 +62,12 @@ impl StoredMask {
     /// spent 10–20 µs listing them; a list of at least a quarter as many
     /// ids as words would save at most three quarters of the dense words.
     pub fn from_bitset(b: Bitset) -> StoredMask {
-        if b.count_reaches(b.words.len() / 4) {
+        let dense = b.words.len() / 4;
+        let count = b.count_until(dense);
+        if count >= dense {
             StoredMask::Dense(b.words)
         } else {
-            StoredMask::Ids(b.ones())
+            StoredMask::Ids(b.ones_counted(count))
         }
     }
 
