@@ -2139,12 +2139,23 @@ fn walk_cover(
     // (subtree end, state) per depth.
     let mut stack: Vec<(u32, StateId)> = vec![(u32::MAX, s)];
     let mut k = 0;
+    // The exits entry of the next node that is not whole.
+    let mut e = 0;
     while k < skeleton.len() {
         if let Some((exits, bytes)) = leaves {
-            let e = &exits[k];
-            if (0..4).all(|w| e.bytes[w] & bytes[w] == 0) {
-                k = e.end as usize;
-                continue;
+            let sn = &skeleton[k];
+            if sn.whole {
+                if !has_byte(&bytes, sn.node.byte) {
+                    k += 1;
+                    continue;
+                }
+            } else {
+                let x = &exits[e];
+                if (0..4).all(|w| x.bytes[w] & bytes[w] == 0) {
+                    (k, e) = (x.end as usize, x.end_exit as usize);
+                    continue;
+                }
+                e += 1;
             }
         }
         let SkeletonNode { id: n, node, whole } = skeleton[k];
@@ -2167,8 +2178,14 @@ fn walk_cover(
             if t != DEAD {
                 frontier.push((n, exit_id(t)));
             }
-            while k < skeleton.len() && skeleton[k].id < node.end {
-                k += 1;
+            match leaves {
+                // Past the subtree, and past its exits entries too.
+                Some((exits, _)) => (k, e) = (exits[e - 1].end as usize, exits[e - 1].end_exit as usize),
+                None => {
+                    while k < skeleton.len() && skeleton[k].id < node.end {
+                        k += 1;
+                    }
+                }
             }
             continue;
         }

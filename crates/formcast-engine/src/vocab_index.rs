@@ -44,49 +44,59 @@ pub struct Cover {
     /// yet) would list most of the trie, and building it cost more than
     /// the walks it saves.
     pub skeleton: Option<Vec<SkeletonNode>>,
-    /// A class cover's exits, one per skeleton node (empty for free text):
-    /// see [`SkeletonExits`].
+    /// A class cover's exits, one per skeleton node that is not whole
+    /// (empty for free text): see [`SkeletonExits`].
     pub exits: Vec<SkeletonExits>,
 }
 
-/// Of a class cover's skeleton node: the bytes outside the class that the
-/// paths below it leave the class by (every token below that is not of the
-/// class, at its first byte outside it), and the skeleton's index past the
-/// node's subtree. A walk from a state whose class paths can leave the
-/// class by none of those bytes jumps the subtree: for `[a-z0-9-]+`, only
-/// `"` goes on, and the other 2,000 of the skeleton's 2,500 nodes on
-/// Llama-3 lead only to tokens with an upper-case letter, a `_` or a `.`.
+/// Of a class cover's skeleton node that is not whole (a path of the
+/// class): the bytes outside the class that the paths below it leave the
+/// class by (every token below that is not of the class, at its first byte
+/// outside it: the bytes of the whole nodes in its subtree), the skeleton's
+/// index past the node's subtree, and the index of these entries past it.
+/// A walk from a state whose class paths can leave the class by none of
+/// those bytes jumps the subtree: for `[a-z0-9-]+`, only `"` goes on, and
+/// the other 2,000 of the skeleton's 2,500 nodes on Llama-3 lead only to
+/// tokens with an upper-case letter, a `_` or a `.`. A whole node's bytes
+/// are its own byte, so it has no entry (the entries would otherwise more
+/// than double a cover's memory, and a process's heap reserve is sized for
+/// its compiles).
 #[derive(Debug, Clone, Copy)]
 pub struct SkeletonExits {
     pub bytes: [u64; 4],
     pub end: u32,
+    pub end_exit: u32,
 }
 
-/// [`SkeletonExits`] of a class cover's skeleton, whose whole nodes are
-/// exactly those of a byte outside the class (the rest lie on paths of
-/// the class).
+/// [`SkeletonExits`] of a class cover's skeleton, one per node that is not
+/// whole, in skeleton order. The whole nodes are exactly those of a byte
+/// outside the class (the rest lie on paths of the class).
 fn skeleton_exits(skeleton: &[SkeletonNode]) -> Vec<SkeletonExits> {
-    let mut exits: Vec<SkeletonExits> = Vec::with_capacity(skeleton.len());
-    // Skeleton indices of the nodes whose subtrees are open, outermost first.
-    let mut open: Vec<usize> = Vec::new();
-    let close = |exits: &mut Vec<SkeletonExits>, open: &mut Vec<usize>, k: usize| {
-        let j = open.pop().expect("an open node");
-        exits[j].end = k as u32;
-        if let Some(&parent) = open.last() {
-            let b = exits[j].bytes;
+    let mut exits: Vec<SkeletonExits> = Vec::with_capacity(skeleton.iter().filter(|sn| !sn.whole).count());
+    // (skeleton index, entry) of the nodes whose subtrees are open,
+    // outermost first.
+    let mut open: Vec<(usize, usize)> = Vec::new();
+    let close = |exits: &mut Vec<SkeletonExits>, open: &mut Vec<(usize, usize)>, k: usize| {
+        let (_, e) = open.pop().expect("an open node");
+        exits[e].end = k as u32;
+        exits[e].end_exit = exits.len() as u32;
+        if let Some(&(_, parent)) = open.last() {
+            let b = exits[e].bytes;
             (0..4).for_each(|w| exits[parent].bytes[w] |= b[w]);
         }
     };
     for (k, sn) in skeleton.iter().enumerate() {
-        while open.last().is_some_and(|&j| sn.id >= skeleton[j].node.end) {
+        while open.last().is_some_and(|&(j, _)| sn.id >= skeleton[j].node.end) {
             close(&mut exits, &mut open, k);
         }
-        let mut bytes = [0u64; 4];
         if sn.whole {
-            bytes[sn.node.byte as usize / 64] |= 1 << (sn.node.byte % 64);
+            if let Some(&(_, parent)) = open.last() {
+                exits[parent].bytes[sn.node.byte as usize / 64] |= 1 << (sn.node.byte % 64);
+            }
+        } else {
+            exits.push(SkeletonExits { bytes: [0; 4], end: k as u32 + 1, end_exit: exits.len() as u32 + 1 });
+            open.push((k, exits.len() - 1));
         }
-        exits.push(SkeletonExits { bytes, end: k as u32 + 1 });
-        open.push(k);
     }
     while !open.is_empty() {
         close(&mut exits, &mut open, skeleton.len());
@@ -1007,22 +1017,27 @@ mod tests {
         let inside: Vec<usize> = (0..v.tokens.len()).filter(|&t| cover.tokens.get(t)).collect();
         assert_eq!(inside, vec![0, 1, 4, 10]);
         check_skeleton(&idx, &cover);
-        // Each skeleton node's exits: the bytes of the whole nodes in its
-        // subtree (where its tokens leave the class), and the index past it.
+        // Each skeleton node's exits (of the nodes that are not whole, in
+        // order): the bytes of the whole nodes in its subtree (where its
+        // tokens leave the class), the index past it and the entry past it.
         let skeleton = cover.skeleton.as_ref().unwrap();
-        assert_eq!(cover.exits.len(), skeleton.len());
-        for (k, sn) in skeleton.iter().enumerate() {
+        let paths: Vec<usize> = (0..skeleton.len()).filter(|&k| !skeleton[k].whole).collect();
+        assert_eq!(cover.exits.len(), paths.len());
+        for (e, &k) in paths.iter().enumerate() {
+            let sn = skeleton[k];
             let end = (k + 1..skeleton.len()).find(|&j| skeleton[j].id >= sn.node.end).unwrap_or(skeleton.len());
             let mut bytes = [0u64; 4];
             for j in (k..end).filter(|&j| skeleton[j].whole) {
                 bytes[skeleton[j].node.byte as usize / 64] |= 1 << (skeleton[j].node.byte % 64);
             }
-            assert_eq!((cover.exits[k].bytes, cover.exits[k].end as usize), (bytes, end), "skeleton node {k}");
+            let end_exit = paths.iter().filter(|&&j| j < end).count();
+            let x = cover.exits[e];
+            assert_eq!((x.bytes, x.end as usize, x.end_exit as usize), (bytes, end, end_exit), "skeleton node {k}");
         }
         // `a`'s tokens leave the class by `-` (ab-), `"` (ab") and é's lead byte.
         let a = idx.root_child[b'a' as usize].unwrap();
-        let k = skeleton.iter().position(|sn| sn.id == a).unwrap();
-        let leaves: Vec<u8> = (0..=255u8).filter(|&b| cover.exits[k].bytes[b as usize / 64] >> (b % 64) & 1 == 1).collect();
+        let e = paths.iter().position(|&k| skeleton[k].id == a).unwrap();
+        let leaves: Vec<u8> = (0..=255u8).filter(|&b| cover.exits[e].bytes[b as usize / 64] >> (b % 64) & 1 == 1).collect();
         assert_eq!(leaves, vec![b'"', b'-', 0xC3]);
         // Kept: the same cover again.
         assert!(Arc::ptr_eq(&cover, &idx.class_cover(class).unwrap()));
