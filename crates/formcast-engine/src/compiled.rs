@@ -101,6 +101,18 @@ impl std::fmt::Debug for CompiledGrammar {
     }
 }
 
+/// Fills `row` with `m`'s mask after `text`, taken from `m`'s state as one
+/// string, into the grammar's mask cache, then takes the text back:
+/// `Some(false)` where `m` does not take the text (its state unchanged),
+/// `None` where `m` can go no further (a fill or the rollback failed).
+fn mask_after(m: &mut crate::matcher::Matcher, text: &[u8], row: &mut [u32]) -> Option<bool> {
+    if !matches!(m.accept_bytes(text), Ok(true)) {
+        return Some(false);
+    }
+    let filled = m.fill_next_token_bitmask(row);
+    (m.rollback(1).is_ok() && filled.is_ok()).then_some(true)
+}
+
 impl CompiledGrammar {
     /// Compiles `grammar` for `vocab`, within `timeout` when given.
     ///
@@ -206,37 +218,29 @@ impl CompiledGrammar {
         if let Ok(mut m) = crate::matcher::Matcher::new(self.clone(), false, Some(0)) {
             let _ = m.fill_next_token_bitmask(&mut row);
         }
-        self.prepare_trigger_masks(&mut row);
-        self.prepare_text_masks(&mut row);
+        if !self.trigger_texts.is_empty() || !self.prepare_texts.is_empty() {
+            self.prepare_masks_after_texts(&mut row);
+        }
     }
 
-    /// The mask after each of [`CompileOptions::prepare_texts`], taken from
-    /// the start as one string.
-    fn prepare_text_masks(self: &Arc<Self>, row: &mut [u32]) {
-        if self.prepare_texts.is_empty() {
-            return;
-        }
-        let Ok(mut m) = crate::matcher::Matcher::new(self.clone(), false, Some(1)) else { return };
+    /// The masks inside the start's triggers, then after each of
+    /// [`CompileOptions::prepare_texts`], from one matcher whose token
+    /// budget counts each text once, as a model's token would. None where
+    /// the matcher can go no further.
+    fn prepare_masks_after_texts(self: &Arc<Self>, row: &mut [u32]) -> Option<()> {
+        let mut m = crate::matcher::Matcher::new(self.clone(), false, Some(1)).ok()?;
+        self.prepare_trigger_masks(&mut m, row)?;
         for text in &self.prepare_texts {
-            if !matches!(m.accept_bytes(text), Ok(true)) {
-                continue;
-            }
-            let filled = m.fill_next_token_bitmask(row);
-            if m.rollback(1).is_err() || filled.is_err() {
-                return;
-            }
+            mask_after(&mut m, text, row)?;
         }
+        Some(())
     }
 
     /// The masks after each prefix of each trigger, taken from the start
-    /// as one string (a token budget counts it once, as a model's token
-    /// would), as far as the start takes them: a trigger reached only
-    /// later in the grammar gets none.
-    fn prepare_trigger_masks(self: &Arc<Self>, row: &mut [u32]) {
-        if self.trigger_texts.is_empty() {
-            return;
-        }
-        let Ok(mut m) = crate::matcher::Matcher::new(self.clone(), false, Some(1)) else { return };
+    /// as one string, as far as the start takes them: a trigger reached
+    /// only later in the grammar gets none. None where `m` can go no
+    /// further.
+    fn prepare_trigger_masks(&self, m: &mut crate::matcher::Matcher, row: &mut [u32]) -> Option<()> {
         let mut done: Vec<&[u8]> = Vec::new();
         for t in &self.trigger_texts {
             for k in 1..=t.len() {
@@ -244,16 +248,13 @@ impl CompiledGrammar {
                 if done.contains(&prefix) {
                     continue;
                 }
-                if done.len() == TRIGGER_PREFIX_MASKS_MAX || !matches!(m.accept_bytes(prefix), Ok(true)) {
+                if done.len() == TRIGGER_PREFIX_MASKS_MAX || !mask_after(m, prefix, row)? {
                     break;
                 }
                 done.push(prefix);
-                let filled = m.fill_next_token_bitmask(row);
-                if m.rollback(1).is_err() || filled.is_err() {
-                    return;
-                }
             }
         }
+        Some(())
     }
 
     /// Computes the partitions of the states met between whole ASCII
