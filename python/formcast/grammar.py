@@ -156,6 +156,11 @@ class Grammar:
         most once, required ones tracked); otherwise they follow the schema.
         ``style`` selects an XML tool-call parameter style (``"qwen_xml"``,
         ...) instead of JSON. ``formats="annotate"`` ignores ``format``.
+
+        A schema of any object (``{"type": "object"}``, annotations aside)
+        compiles like :meth:`builtin_json`: its compile also computes the
+        masks at an object's first key, first value and a value after a
+        comma.
         """
         if style not in JSON_SCHEMA_STYLES:
             raise ValueError(f"unknown style {style!r}; expected one of {', '.join(JSON_SCHEMA_STYLES)}")

@@ -9,7 +9,8 @@
 //! PREWARM=1 warms each index as the Python extension's tokenizer does.
 //! REPS=n repeats (for a profiler); TOP=n prints the n slowest masks of
 //! each job (JOB_TIMES=1: the total and slowest mask of each job, with ALL).
-//! MASK_ONLY=n computes only step n's mask (for a profiler).
+//! MASK_ONLY=n computes only step n's mask (for a profiler); CG_STEP=n
+//! computes every mask and step n's in `profiled_fill` (see there).
 //! DIGEST=1 prints a digest of each job's masks (to check that a
 //! change to the engine keeps every mask); STEPS=1 prints every mask's
 //! time. PERF_CTL=FIFO PERF_STEP=n profiles one step's mask alone:
@@ -110,7 +111,11 @@ fn main() {
                     perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
                 }
                 let t = Instant::now();
-                m.fill_next_token_bitmask(&mut out).unwrap();
+                if env("CG_STEP", usize::MAX) == times.len() {
+                    profiled_fill(&mut m, &mut out);
+                } else {
+                    m.fill_next_token_bitmask(&mut out).unwrap();
+                }
                 times.push(t.elapsed().as_secs_f64() * 1e6);
                 if profiled {
                     perf_ctl.as_mut().unwrap().write_all(b"disable\n").unwrap();
@@ -149,6 +154,15 @@ fn main() {
     let mean = every.iter().sum::<f64>() / every.len() as f64;
     let over = |t: f64| every.iter().filter(|&&x| x > t).count();
     println!("{} masks: mean {mean:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} µs; over 100 µs {}, over 150 µs {}", every.len(), pct(0.5), pct(0.99), pct(0.999), over(100.0), over(150.0));
+}
+
+/// Step CG_STEP's mask, alone under a name a profiler can single out:
+/// `valgrind --tool=callgrind --collect-atstart=no
+/// --toggle-collect='*profiled_fill*'` counts that mask with every earlier
+/// step's partitions already built, as the benchmarks meet it.
+#[inline(never)]
+fn profiled_fill(m: &mut Matcher, out: &mut [u32]) {
+    m.fill_next_token_bitmask(out).unwrap();
 }
 
 /// What the Python extension's tokenizer does before it is handed out

@@ -69,17 +69,44 @@ pub fn json_schema_to_grammar(schema: &serde_json::Value, opts: &SchemaOptions) 
 /// Compiles a schema given as JSON text (key order and number precision
 /// are kept exactly).
 pub fn json_schema_str_to_grammar(text: &str, opts: &SchemaOptions) -> Result<(Grammar, Vec<Warning>), SchemaError> {
+    compile_json(&parse_schema_str(text, opts)?, opts)
+}
+
+/// Parses schema text within `opts.max_schema_bytes` and the parser's
+/// depth limit (what [`json_schema_str_to_grammar`] compiles).
+pub fn parse_schema_str(text: &str, opts: &SchemaOptions) -> Result<Json, SchemaError> {
     if text.len() > opts.max_schema_bytes {
         return Err(SchemaError::Limit {
             pointer: String::new(),
             reason: format!("the schema is {} bytes, more than the limit of {}", text.len(), opts.max_schema_bytes),
         });
     }
-    let j = json::parse(text).map_err(|e| match e.too_deep {
+    json::parse(text).map_err(|e| match e.too_deep {
         true => SchemaError::Limit { pointer: String::new(), reason: e.message },
         false => SchemaError::Json(e.message),
-    })?;
-    compile_json(&j, opts)
+    })
+}
+
+/// Texts after which a compile of `schema`'s grammar should compute the
+/// mask ahead (formcast-engine's `CompileOptions::prepare_texts`). An
+/// object that takes any keys and any values (`{"type": "object"}`,
+/// annotations aside: the OpenAI `json_object` response format) gets the
+/// built-in JSON grammar's
+/// [`BUILTIN_JSON_PREPARED`](formcast_grammar::json::BUILTIN_JSON_PREPARED):
+/// its first key, first value and a value after a comma, whose state does
+/// not depend on the key or the values before it, and whose masks were such
+/// a document's slowest. Any other schema, or an indented layout (which
+/// the compact texts do not match), gets none.
+pub fn prepared_texts(schema: &Json, opts: &SchemaOptions) -> &'static [&'static str] {
+    let Json::Obj(keys) = schema else { return &[] };
+    let any_object = keys.iter().any(|(k, v)| k == "type" && matches!(v, Json::Str(t) if t == "object"))
+        && keys.iter().all(|(k, _)| k == "type" || k == "$schema" || schema::ignored_keyword(k));
+    let compact_texts_fit = opts.style == Style::Json && !matches!(opts.whitespace, Whitespace::Indent { .. });
+    if any_object && compact_texts_fit {
+        &formcast_grammar::json::BUILTIN_JSON_PREPARED
+    } else {
+        &[]
+    }
 }
 
 /// Compiles a parsed schema.

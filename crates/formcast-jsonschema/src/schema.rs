@@ -268,7 +268,7 @@ const NAMING_KEYS: [&str; 5] = ["$id", "$anchor", "$dynamicAnchor", "$recursiveA
 /// extensions (`x-...`), which no vocabulary we know defines: schemas that
 /// differ only in these are the same schema. (Kubernetes schemas repeat one
 /// type under many descriptions.)
-fn ignored_keyword(k: &str) -> bool {
+pub(crate) fn ignored_keyword(k: &str) -> bool {
     matches!(k, "title" | "description" | "$comment" | "examples" | "default" | "deprecated" | "readOnly" | "writeOnly") || k.starts_with("x-")
 }
 

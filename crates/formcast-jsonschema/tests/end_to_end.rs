@@ -464,3 +464,39 @@ proptest::proptest! {
         }
     }
 }
+
+/// Only an object that takes any keys and values gets the built-in JSON
+/// grammar's prepared texts; what it gets must be valid JSON of its
+/// grammar (a text the grammar refuses would prepare nothing).
+#[test]
+fn prepared_texts_are_for_any_object_only() {
+    use formcast_jsonschema::{parse_schema_str, prepared_texts};
+    let texts = |schema: &str, opts: &SchemaOptions| prepared_texts(&parse_schema_str(schema, opts).unwrap(), opts);
+    let any = SchemaOptions::default();
+    for schema in [r#"{"type": "object"}"#, r#"{"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object", "title": "T", "description": "d", "x-note": 1}"#] {
+        assert_eq!(texts(schema, &any), &formcast_grammar::json::BUILTIN_JSON_PREPARED, "{schema}");
+        assert_eq!(texts(schema, &compact(true)), &formcast_grammar::json::BUILTIN_JSON_PREPARED, "{schema}");
+        for opts in [any.clone(), compact(true)] {
+            let g = G::new(schema, &opts);
+            for t in texts(schema, &opts) {
+                let mut m = Matcher::new(g.cg.clone(), false, None).unwrap();
+                assert!(m.accept_bytes(t.as_bytes()).unwrap(), "{schema}: {t}");
+            }
+        }
+    }
+    for schema in [
+        r#"{"type": "object", "properties": {"a": {"type": "string"}}}"#,
+        r#"{"type": "object", "maxProperties": 2}"#,
+        r#"{"type": "object", "additionalProperties": {"type": "integer"}}"#,
+        r#"{"type": ["object", "array"]}"#,
+        r#"{"type": "string"}"#,
+        r#"{}"#,
+        r#"true"#,
+    ] {
+        assert!(texts(schema, &any).is_empty(), "{schema}");
+    }
+    let indented = SchemaOptions { whitespace: Whitespace::dumps(Some(2)), ..Default::default() };
+    assert!(texts(r#"{"type": "object"}"#, &indented).is_empty());
+    let xml = SchemaOptions { style: Style::parse("qwen_xml").unwrap(), ..Default::default() };
+    assert!(texts(r#"{"type": "object"}"#, &xml).is_empty());
+}

@@ -13,7 +13,8 @@ use crate::guard;
 pub struct Grammar {
     pub(crate) inner: Arc<fg::Grammar>,
     /// Texts after which a compile computes the mask ahead (the engine's
-    /// `CompileOptions::prepare_texts`): the built-in JSON grammar's.
+    /// `CompileOptions::prepare_texts`): the built-in JSON grammar's, and
+    /// an any-object schema's (`formcast_jsonschema::prepared_texts`).
     pub(crate) prepare_texts: &'static [&'static str],
 }
 

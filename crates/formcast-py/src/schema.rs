@@ -59,12 +59,14 @@ pub fn grammar_from_json_schema(
         };
         let opts = fj::SchemaOptions { whitespace: ws, strict, any_order, lenient, style, format, time_budget_ms, ..Default::default() };
         let text = schema_json.to_string();
-        let (g, warnings) = py
+        let (g, warnings, prepare_texts) = py
             .detach(move || {
                 let _fg = formcast_engine::foreground::Foreground::begin();
-                fj::json_schema_str_to_grammar(&text, &opts)
+                let schema = fj::parse_schema_str(&text, &opts)?;
+                let (g, warnings) = fj::compile_json(&schema, &opts)?;
+                Ok::<_, fj::SchemaError>((g, warnings, fj::prepared_texts(&schema, &opts)))
             })
             .map_err(schema_err)?;
-        Ok((Grammar::of(g), warnings.iter().map(|w| w.to_string()).collect()))
+        Ok((Grammar { prepare_texts, ..Grammar::of(g) }, warnings.iter().map(|w| w.to_string()).collect()))
     })
 }
