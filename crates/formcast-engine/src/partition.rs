@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use crate::automaton::{flags, Automaton, StateId, DEAD};
+use crate::automaton::{flags, Automaton, StateId, StateMoves, DEAD};
 use crate::bitset::{has_byte, Bitset};
 use crate::mask::StoredMask;
 use crate::vocab_index::{text_next, utf8_next, SkeletonExits, SkeletonNode, VocabIndex, TEXT_DEAD};
@@ -1268,13 +1268,22 @@ fn text_successors(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId
 fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<StateId>, end_interior: bool, work: &mut usize) -> bool {
     // (state, decoder state) pairs inside a character.
     let mut inside: Vec<(StateId, u8)> = Vec::new();
-    let mut step = |w: StateId, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
+    // Where the byte before led (a live state, or the walk would have
+    // stopped): the bytes of `u`'s table (a key's: a hundred classes)
+    // mostly lead to one or two states, asked once each (W4's `"url":"`
+    // value mask followed 16 key states on 85 bytes each).
+    let mut last: Option<(StateId, u8)> = None;
+    let mut step = |moves: &StateMoves, r: u8, b: u8, out: &mut Vec<StateId>, inside: &mut Vec<(StateId, u8)>| -> bool {
         *work += 1;
         let r2 = text_next(r, b);
         if r2 == TEXT_DEAD {
             return true;
         }
-        let w2 = a.next(w, b);
+        let w2 = moves.next(b);
+        if last == Some((w2, r2)) {
+            return true;
+        }
+        last = Some((w2, r2));
         let live = if r2 == 0 && !end_interior { w2 != DEAD } else { interior(a, w2) };
         if !live {
             return false;
@@ -1291,8 +1300,9 @@ fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<
             inside.len() <= 64
         }
     };
+    let moves = a.state_moves(u);
     for &b in reps {
-        if !step(u, 0, b, out, &mut inside) {
+        if !step(&moves, 0, b, out, &mut inside) {
             return false;
         }
     }
@@ -1301,8 +1311,9 @@ fn text_successors_ending(a: &Automaton, u: StateId, reps: &[u8], out: &mut Vec<
     while k < inside.len() {
         let (w, r) = inside[k];
         k += 1;
+        let moves = a.state_moves(w);
         for b in continuation.clone() {
-            if !step(w, r, b, out, &mut inside) {
+            if !step(&moves, r, b, out, &mut inside) {
                 return false;
             }
         }
