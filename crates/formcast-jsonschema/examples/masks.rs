@@ -149,6 +149,10 @@ fn main() {
             println!("{name:24} {} tokens, masks {total:.0} µs; slowest {}", times.len(), top.join(" "));
         }
     }
+    if every.is_empty() {
+        println!("no masks: no job matched, compiled or held a token");
+        return;
+    }
     every.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let pct = |q: f64| every[((every.len() as f64 * q) as usize).min(every.len() - 1)];
     let mean = every.iter().sum::<f64>() / every.len() as f64;
