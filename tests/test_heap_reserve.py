@@ -60,7 +60,11 @@ def compile_faults(reserve_mb: str | None) -> int:
 
 def test_compiles_take_their_new_pages_from_the_touched_reserve():
     without = compile_faults("0")
-    default = compile_faults(None)
+    # The fewer of two runs: the script's wait for the refill to settle is a
+    # heuristic, and on a loaded 2-core machine the refilling thread can be
+    # kept off a core past it (one CI run met 811 faults where a run alone
+    # meets 200-270). A reserve that does not work faults in both runs.
+    default = min(compile_faults(None), compile_faults(None))
     # Without a reserve the compiles fault in what they keep: the
     # comparison shows the reserve is what makes the difference.
     assert without >= 1000, f"only {without} page faults without the reserve; the test measures nothing"
