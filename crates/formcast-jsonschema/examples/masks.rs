@@ -57,6 +57,7 @@ fn main() {
     let names: Vec<String> = if all { jobs.iter().map(|j| j["name"].as_str().unwrap_or("").to_string()).collect() } else { args[2..].to_vec() };
     let mut every = Vec::new();
     let mask_only = std::env::var("MASK_ONLY").ok().and_then(|v| v.parse::<usize>().ok());
+    let cg_step = env("CG_STEP", usize::MAX);
     let mut perf_ctl = std::env::var("PERF_CTL").ok().map(|p| std::fs::OpenOptions::new().write(true).open(p).unwrap());
     for _ in 0..env("REPS", 1) {
         for name in &names {
@@ -111,7 +112,7 @@ fn main() {
                     perf_ctl.as_mut().unwrap().write_all(b"enable\n").unwrap();
                 }
                 let t = Instant::now();
-                if env("CG_STEP", usize::MAX) == times.len() {
+                if cg_step == times.len() {
                     profiled_fill(&mut m, &mut out);
                 } else {
                     m.fill_next_token_bitmask(&mut out).unwrap();

@@ -98,8 +98,8 @@ pub fn parse_schema_str(text: &str, opts: &SchemaOptions) -> Result<Json, Schema
 /// a document's slowest. Any other schema, or an indented layout (which
 /// the compact texts do not match), gets none.
 pub fn prepared_texts(schema: &Json, opts: &SchemaOptions) -> &'static [&'static str] {
-    let Json::Obj(keys) = schema else { return &[] };
-    let any_object = keys.iter().any(|(k, v)| k == "type" && matches!(v, Json::Str(t) if t == "object"))
+    let Some(keys) = schema.as_obj() else { return &[] };
+    let any_object = schema.get("type").and_then(Json::as_str) == Some("object")
         && keys.iter().all(|(k, _)| k == "type" || k == "$schema" || schema::ignored_keyword(k));
     let compact_texts_fit = opts.style == Style::Json && !matches!(opts.whitespace, Whitespace::Indent { .. });
     if any_object && compact_texts_fit {
